@@ -1,0 +1,18 @@
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', '.tap/', 'coverage/', 'src/generated/', 'test-output/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-console': ['error', { allow: ['error', 'warn'] }]
+    }
+  },
+  {
+    files: ['src/cli/**', 'scripts/**', 'bench/**', 'test/**'],
+    rules: { 'no-console': 'off' }
+  }
+)

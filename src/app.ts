@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { handlers as generatedHandlers } from '../handlers/index.js'
+import type { Config } from './config.js'
+import type { HandlerMap } from './http/operation-types.js'
+import { formatValidationErrors, installJsonBodyParser } from './http/json-body.js'
+import { serializerCompiler, validatorCompiler } from './http/validation.js'
+import { type ApiDocument, loadDocument } from './openapi/document.js'
+import api from './plugins/api.js'
+import docs from './plugins/docs.js'
+import errorHandling from './plugins/error-handling.js'
+import health from './plugins/health.js'
+import storage from './plugins/storage.js'
+import type { Store } from './store/types.js'
+
+export interface AppOptions {
+  /** openapi.yaml, parsed; loaded from the project when absent. */
+  document?: ApiDocument
+  /** A store made by the caller instead of one from DATABASE_URL. */
+  store?: Store
+  /** Replaces handlers (tests use it to prove response validation). */
+  handlers?: Partial<HandlerMap>
+  /** Milliseconds since the epoch. */
+  now?: () => number
+  logger?: FastifyServerOptions['logger']
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/
+
+/** Builds the whole service, ready to `listen` or `inject`; never listens itself. */
+export async function buildApp (config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
+  const document = options.document ?? loadDocument()
+  const handlers: HandlerMap = { ...generatedHandlers, ...options.handlers }
+  const missing = [...document.operations.keys()].filter((id) => typeof handlers[id as keyof HandlerMap] !== 'function')
+  if (missing.length > 0) throw new Error(`no handler for operation(s) ${missing.join(', ')}: run npm run generate`)
+
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    bodyLimit: config.bodyLimit,
+    // Fastify takes a hop count too, though its types list only boolean, string and function.
+    trustProxy: config.trustProxy as boolean | string,
+    // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    schemaErrorFormatter: formatValidationErrors,
+    return503OnClosing: false
+  })
+  app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
+  // Only JSON bodies are accepted; anything else is 415 rather than a string that fails validation.
+  app.removeContentTypeParser('text/plain')
+  installJsonBodyParser(app)
+  app.addHook('onSend', (request, reply, payload, done) => {
+    reply.header('x-request-id', request.id)
+    done(null, payload)
+  })
+
+  await app.register(errorHandling)
+  await app.register(storage, { databaseUrl: config.databaseUrl, seed: config.seed, store: options.store })
+  await app.register(health)
+  await app.register(docs, { document, publicBaseUrl: config.publicBaseUrl })
+  await app.register(api, {
+    prefix: '/v1',
+    document,
+    handlers,
+    publicBaseUrl: config.publicBaseUrl,
+    now: options.now ?? Date.now
+  })
+  return app
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+/**
+ * keys create --plan PLAN [--name NAME] [--per-minute N --per-day N] [--json]
+ * keys list [--json]
+ * keys revoke ID
+ *
+ * Works on the server's DATABASE_URL, also while the server runs: a revoked key fails on its
+ * next request on every instance, since the server looks keys up on every request.
+ */
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../config.js'
+import { loadDocument } from '../openapi/document.js'
+import { generateApiKey } from '../store/api-keys.js'
+import { createStore } from '../store/create-store.js'
+import type { ApiKeyRecord, Store } from '../store/types.js'
+import { runCli, UsageError } from './run-cli.js'
+
+const usage = `Usage:
+  keys create --plan PLAN [--name NAME] [--per-minute N --per-day N] [--json]
+  keys list [--json]
+  keys revoke ID`
+
+function positiveInteger (name: string, text: string | undefined): number | null {
+  if (text === undefined) return null
+  if (!/^[1-9][0-9]{0,9}$/.test(text) || Number(text) > 2147483647) throw new UsageError(`--${name} must be a whole number from 1 to 2147483647, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+async function create (store: Store, args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: { plan: { type: 'string' }, name: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' }, json: { type: 'boolean', default: false } }
+  })
+  const plans = loadDocument().planNames
+  if (values.plan === undefined || !plans.includes(values.plan)) {
+    throw new UsageError(`--plan must be one of ${plans.join(', ')}${values.plan === undefined ? '' : `, got ${JSON.stringify(values.plan)}`}`)
+  }
+  const perMinute = positiveInteger('per-minute', values['per-minute'])
+  const perDay = positiveInteger('per-day', values['per-day'])
+  if (values.plan === 'enterprise') {
+    if (perMinute === null || perDay === null) throw new UsageError('an enterprise key needs its own --per-minute and --per-day limits')
+  } else if (perMinute !== null || perDay !== null) {
+    throw new UsageError(`--per-minute and --per-day are only for enterprise keys; the ${values.plan} plan has fixed limits`)
+  }
+  const name = values.name ?? `${values.plan} key`
+  if (name.length === 0 || name.length > 200) throw new UsageError('--name must be 1 to 200 characters')
+
+  const key = generateApiKey()
+  const record = await store.createApiKey({ id: key.id, name, plan: values.plan, keyHash: key.hash, perMinute, perDay })
+  if (values.json) {
+    console.log(JSON.stringify({ id: record.id, key: key.secret, plan: record.plan, name: record.name }))
+  } else {
+    console.log(`Created ${record.id} (${record.plan}, "${record.name}").`)
+    console.log(`API key, shown only now: ${key.secret}`)
+  }
+}
+
+function limits (key: ApiKeyRecord): string {
+  return key.perMinute === null ? 'plan' : `${key.perMinute}/min ${key.perDay}/day`
+}
+
+async function list (store: Store, args: string[]) {
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } })
+  const keys = await store.listApiKeys()
+  if (values.json) {
+    console.log(JSON.stringify(keys))
+    return
+  }
+  if (keys.length === 0) {
+    console.log('No keys. Create one with: keys create --plan free --name NAME')
+    return
+  }
+  const rows = [['ID', 'NAME', 'PLAN', 'LIMITS', 'CREATED', 'STATE'], ...keys.map((k) => [
+    k.id, k.name, k.plan, limits(k), k.createdAt, k.revokedAt === null ? 'active' : `revoked ${k.revokedAt}`
+  ])]
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+  for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd())
+}
+
+async function revoke (store: Store, args: string[]) {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} })
+  if (positionals.length !== 1) throw new UsageError('revoke takes exactly one key ID (see: keys list)')
+  const id = positionals[0]!
+  const key = await store.revokeApiKey(id)
+  if (key === undefined) throw new UsageError(`no key with id ${id}`, 1)
+  console.log(`Revoked ${key.id} ("${key.name}") at ${key.revokedAt}. It is refused from its next request on.`)
+}
+
+const commands: Record<string, (store: Store, args: string[]) => Promise<void>> = { create, list, revoke }
+
+await runCli(usage, async (argv) => {
+  const [command, ...rest] = argv
+  const run = command === undefined ? undefined : commands[command]
+  if (run === undefined) throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`)
+  const store = await createStore(loadConfig().databaseUrl)
+  try {
+    await store.migrate()
+    await run(store, rest)
+  } finally {
+    await store.close()
+  }
+})

@@ -1,0 +1,53 @@
+/** Every error code of the API with its HTTP status (PRODUCT.md §2); openapi.yaml lists the same codes. */
+export const errorStatus = {
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  gone: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  api_key_banned: 429,
+  internal_error: 500,
+  service_unavailable: 503
+} as const
+
+export type ErrorCode = keyof typeof errorStatus
+
+export interface ErrorBody {
+  code: ErrorCode
+  message: string
+  status: number
+}
+
+/** An error the API answers with as it is: its message is meant for the client. */
+export class ApiError extends Error {
+  override name = 'ApiError'
+  readonly statusCode: number
+  readonly headers: Record<string, string>
+
+  constructor (readonly code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message)
+    this.statusCode = errorStatus[code]
+    this.headers = headers
+  }
+
+  toBody (): ErrorBody {
+    return { code: this.code, message: this.message, status: this.statusCode }
+  }
+}
+
+export const notFound = (message: string) => new ApiError('not_found', message)
+
+/** The storage could not be reached in time; the client may retry. */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError'
+  readonly statusCode = 503
+}
+
+/** A handler produced a body outside its schema in openapi.yaml: a bug, answered as 500. */
+export class ResponseValidationError extends Error {
+  override name = 'ResponseValidationError'
+  readonly statusCode = 500
+}

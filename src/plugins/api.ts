@@ -1,0 +1,36 @@
+import type { FastifyInstance, RouteHandlerMethod } from 'fastify'
+import openapiGlue from 'fastify-openapi-glue'
+import type { HandlerMap } from '../http/operation-types.js'
+import type { ApiDocument } from '../openapi/document.js'
+import authentication, { requireAuthentication } from './authentication.js'
+import deprecation from './deprecation.js'
+
+export interface ApiOptions {
+  document: ApiDocument
+  handlers: HandlerMap
+  publicBaseUrl: string
+  now: () => number
+}
+
+/**
+ * Everything under /v1. Order of the onRequest stage, per request:
+ * identify the API key → (rate limits: they count failed authentications too) → reject when
+ * unauthenticated → route-level hooks (deprecation) → body parsing and validation → handler.
+ */
+export default async function api (app: FastifyInstance, options: ApiOptions) {
+  await app.register(authentication)
+  app.addHook('onRequest', requireAuthentication)
+  await app.register(deprecation, { document: options.document, publicBaseUrl: options.publicBaseUrl, now: options.now })
+
+  await app.register(openapiGlue, {
+    specification: options.document.spec,
+    operationResolver: (operationId: string) => {
+      const handler = options.handlers[operationId as keyof HandlerMap]
+      if (typeof handler !== 'function') throw new Error(`operation ${operationId} has no handler: run npm run generate`)
+      // The request is typed from the document, and the validators enforce the same document.
+      return handler as RouteHandlerMethod
+    }
+  })
+  // Unknown paths under /v1 are answered only after authentication, like every /v1 path.
+  app.setNotFoundHandler(app.notFoundHandler)
+}

@@ -1,0 +1,14 @@
+import type { Config } from './config.js'
+import { generateApiKey } from './store/api-keys.js'
+import type { Store } from './store/types.js'
+
+/**
+ * First start outside production with no keys at all: one demo key on the free plan, so a
+ * newcomer can call the API at once. Returns the secret (to print once) or undefined.
+ */
+export async function ensureDemoKey (store: Store, config: Config): Promise<string | undefined> {
+  if (config.nodeEnv === 'production' || await store.countApiKeys() > 0) return undefined
+  const key = generateApiKey()
+  await store.createApiKey({ id: key.id, name: 'demo', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
+  return key.secret
+}

@@ -1,0 +1,203 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import { StoreUnavailableError } from '../errors.js'
+import { statusExpression } from './sql.js'
+import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, NewApiKey, Order, Pet, PetStatus, Store } from './types.js'
+
+/** Schema versions, applied in order, each once. Never edit one that has shipped: add the next. */
+const migrations: readonly string[] = [
+  `CREATE TABLE pets (
+     id INTEGER PRIMARY KEY,
+     name TEXT NOT NULL,
+     category_id INTEGER,
+     category_name TEXT,
+     photo_urls TEXT NOT NULL DEFAULT '[]',
+     tags TEXT
+   );
+   CREATE TABLE inventory (
+     pet_id INTEGER PRIMARY KEY REFERENCES pets(id) ON DELETE CASCADE,
+     quantity INTEGER NOT NULL CHECK (quantity >= 0 AND quantity <= 2147483647)
+   );
+   CREATE TABLE orders (
+     id INTEGER PRIMARY KEY,
+     pet_id INTEGER NOT NULL REFERENCES pets(id) ON DELETE CASCADE,
+     quantity INTEGER NOT NULL CHECK (quantity >= 1),
+     ship_date TEXT NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('placed', 'approved', 'delivered')),
+     complete INTEGER NOT NULL CHECK (complete IN (0, 1))
+   );
+   CREATE INDEX orders_open_by_pet ON orders (pet_id) WHERE status IN ('placed', 'approved');
+   CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     plan TEXT NOT NULL,
+     key_hash TEXT NOT NULL UNIQUE,
+     per_minute INTEGER,
+     per_day INTEGER,
+     created_at TEXT NOT NULL,
+     revoked_at TEXT
+   );`
+]
+
+interface PetRow { id: number, name: string, category_id: number | null, category_name: string | null, photo_urls: string, tags: string | null, status: PetStatus }
+interface OrderRow { id: number, petId: number, quantity: number, shipDate: string, status: Order['status'], complete: number }
+interface KeyRow { id: string, name: string, plan: string, perMinute: number | null, perDay: number | null, createdAt: string, revokedAt: string | null }
+
+const keyColumns = 'id, name, plan, per_minute AS perMinute, per_day AS perDay, created_at AS createdAt, revoked_at AS revokedAt'
+
+function toPet (row: PetRow): Pet {
+  const pet: Pet = { id: row.id, name: row.name, photoUrls: JSON.parse(row.photo_urls) as string[], status: row.status }
+  if (row.category_id !== null && row.category_name !== null) pet.category = { id: row.category_id, name: row.category_name }
+  if (row.tags !== null) pet.tags = JSON.parse(row.tags) as NonNullable<Pet['tags']>
+  return pet
+}
+
+const toKey = (row: KeyRow): ApiKeyRecord => ({ ...row })
+
+/**
+ * SQLite through better-sqlite3: synchronous, so every statement is atomic with respect to this
+ * process; WAL lets the keys CLI and other readers work while the server runs.
+ */
+export function createSqliteStore (file: string): Store {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
+  const db = new Database(file)
+  // WAL + synchronous=NORMAL: a committed transaction is in the WAL file before the call
+  // returns, so it survives a crash (kill -9) of the process. (Power loss needs FULL.)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  db.pragma('foreign_keys = ON')
+  db.pragma('busy_timeout = 5000')
+
+  const run = <T>(work: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(work())
+    } catch (error) {
+      if (!db.open) return Promise.reject(new StoreUnavailableError('the database is closed'))
+      return Promise.reject(error)
+    }
+  }
+
+  // Statements are prepared lazily, after migrate() has created the tables.
+  let s: ReturnType<typeof prepareStatements> | undefined
+  const statements = () => (s ??= prepareStatements(db))
+
+  return {
+    engine: 'sqlite',
+
+    migrate: () => run(() => {
+      db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)')
+      db.transaction(() => {
+        const current = (db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v
+        migrations.forEach((sql, index) => {
+          const version = index + 1
+          if (version <= current) return
+          db.exec(sql)
+          db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(version, new Date().toISOString())
+        })
+      }).immediate()
+    }),
+
+    ping: () => run(() => { db.prepare('SELECT 1').get() }),
+
+    close: async () => { if (db.open) db.close() },
+
+    countPets: () => run(() => (statements().countPets.get() as { n: number }).n),
+
+    listInventory: () => run(() => statements().listInventory.all() as InventoryItem[]),
+
+    updateInventory: (petId, quantity) => run(() => statements().updateInventory.get(quantity, petId) as InventoryItem | undefined),
+
+    getPet: (petId) => run(() => {
+      const row = statements().getPet.get(petId) as PetRow | undefined
+      return row && toPet(row)
+    }),
+
+    listOrders: () => run(() => (statements().listOrders.all() as OrderRow[]).map((o) => ({ ...o, complete: o.complete === 1 }))),
+
+    importCatalogue: (catalogue: Catalogue) => run(() => {
+      const st = statements()
+      return db.transaction((): ImportCounts => {
+        for (const pet of catalogue.pets ?? []) {
+          st.upsertPet.run({
+            id: pet.id,
+            name: pet.name,
+            categoryId: pet.category?.id ?? null,
+            categoryName: pet.category?.name ?? null,
+            photoUrls: JSON.stringify(pet.photoUrls),
+            tags: pet.tags === undefined ? null : JSON.stringify(pet.tags)
+          })
+          st.ensureInventory.run(pet.id)
+        }
+        for (const item of catalogue.inventory ?? []) st.upsertInventory.run(item.petId, item.quantity)
+        for (const o of catalogue.orders ?? []) {
+          st.upsertOrder.run({ ...o, complete: o.complete ? 1 : 0 })
+        }
+        return { pets: catalogue.pets?.length ?? 0, inventory: catalogue.inventory?.length ?? 0, orders: catalogue.orders?.length ?? 0 }
+      }).immediate()
+    }),
+
+    createSyntheticPets: (count) => run(() => {
+      const st = statements()
+      db.transaction(() => {
+        const start = (db.prepare('SELECT COALESCE(MAX(id), 0) AS m FROM pets').get() as { m: number }).m + 1
+        for (let id = start; id < start + count; id++) {
+          st.upsertPet.run({ id, name: `Pet ${id}`, categoryId: null, categoryName: null, photoUrls: '[]', tags: null })
+          st.upsertInventory.run(id, id % 50)
+        }
+      }).immediate()
+    }),
+
+    createApiKey: (key: NewApiKey) => run(() => {
+      statements().insertKey.run({ ...key, createdAt: new Date().toISOString() })
+      return toKey(statements().keyById.get(key.id) as KeyRow)
+    }),
+
+    listApiKeys: () => run(() => (statements().listKeys.all() as KeyRow[]).map(toKey)),
+
+    revokeApiKey: (id) => run(() => {
+      statements().revokeKey.run(new Date().toISOString(), id)
+      const row = statements().keyById.get(id) as KeyRow | undefined
+      return row && toKey(row)
+    }),
+
+    findActiveApiKey: (keyHash) => run(() => {
+      const row = statements().activeKeyByHash.get(keyHash) as KeyRow | undefined
+      return row && toKey(row)
+    }),
+
+    countApiKeys: () => run(() => (statements().countKeys.get() as { n: number }).n)
+  }
+}
+
+function prepareStatements (db: Database.Database) {
+  return {
+    countPets: db.prepare('SELECT COUNT(*) AS n FROM pets'),
+    listInventory: db.prepare(`SELECT i.pet_id AS petId, i.quantity, ${statusExpression('i.pet_id', 'i.quantity')} AS status
+      FROM inventory i ORDER BY i.pet_id`),
+    updateInventory: db.prepare(`UPDATE inventory SET quantity = ? WHERE pet_id = ?
+      RETURNING pet_id AS petId, quantity, ${statusExpression('inventory.pet_id', 'inventory.quantity')} AS status`),
+    getPet: db.prepare(`SELECT p.*, ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status
+      FROM pets p LEFT JOIN inventory i ON i.pet_id = p.id WHERE p.id = ?`),
+    listOrders: db.prepare(`SELECT id, pet_id AS petId, quantity, ship_date AS shipDate, status, complete
+      FROM orders ORDER BY id`),
+    upsertPet: db.prepare(`INSERT INTO pets (id, name, category_id, category_name, photo_urls, tags)
+      VALUES (@id, @name, @categoryId, @categoryName, @photoUrls, @tags)
+      ON CONFLICT (id) DO UPDATE SET name = excluded.name, category_id = excluded.category_id,
+        category_name = excluded.category_name, photo_urls = excluded.photo_urls, tags = excluded.tags`),
+    ensureInventory: db.prepare('INSERT INTO inventory (pet_id, quantity) VALUES (?, 0) ON CONFLICT (pet_id) DO NOTHING'),
+    upsertInventory: db.prepare(`INSERT INTO inventory (pet_id, quantity) VALUES (?, ?)
+      ON CONFLICT (pet_id) DO UPDATE SET quantity = excluded.quantity`),
+    upsertOrder: db.prepare(`INSERT INTO orders (id, pet_id, quantity, ship_date, status, complete)
+      VALUES (@id, @petId, @quantity, @shipDate, @status, @complete)
+      ON CONFLICT (id) DO UPDATE SET pet_id = excluded.pet_id, quantity = excluded.quantity,
+        ship_date = excluded.ship_date, status = excluded.status, complete = excluded.complete`),
+    insertKey: db.prepare(`INSERT INTO api_keys (id, name, plan, key_hash, per_minute, per_day, created_at)
+      VALUES (@id, @name, @plan, @keyHash, @perMinute, @perDay, @createdAt)`),
+    keyById: db.prepare(`SELECT ${keyColumns} FROM api_keys WHERE id = ?`),
+    listKeys: db.prepare(`SELECT ${keyColumns} FROM api_keys ORDER BY created_at, id`),
+    revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
+    activeKeyByHash: db.prepare(`SELECT ${keyColumns} FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL`),
+    countKeys: db.prepare('SELECT COUNT(*) AS n FROM api_keys')
+  }
+}

@@ -1,0 +1,74 @@
+import type { components } from '../generated/openapi.js'
+
+export type InventoryItem = components['schemas']['InventoryItem']
+export type Pet = components['schemas']['Pet']
+export type Order = components['schemas']['Order']
+export type PetStatus = components['schemas']['PetStatus']
+
+/** A pet as it is imported: its status is derived from its stock, never given. */
+export type PetRecord = Omit<Pet, 'status'>
+
+/** What `db:seed FILE.json` and the demo catalogue load; every part is optional. */
+export interface Catalogue {
+  pets?: PetRecord[]
+  inventory?: { petId: number, quantity: number }[]
+  orders?: Order[]
+}
+
+export interface ImportCounts {
+  pets: number
+  inventory: number
+  orders: number
+}
+
+export interface ApiKeyRecord {
+  id: string
+  name: string
+  plan: string
+  /** Only for enterprise keys: their own limits. */
+  perMinute: number | null
+  perDay: number | null
+  createdAt: string
+  revokedAt: string | null
+}
+
+export interface NewApiKey {
+  id: string
+  name: string
+  plan: string
+  keyHash: string
+  perMinute: number | null
+  perDay: number | null
+}
+
+/**
+ * Everything the service stores, whatever the engine. Handlers and the CLI see only this;
+ * the engine is chosen once, in createStore.
+ */
+export interface Store {
+  readonly engine: 'sqlite' | 'postgres'
+  /** Applies pending schema migrations; idempotent. */
+  migrate (): Promise<void>
+  /** Resolves when the storage answers; rejects with StoreUnavailableError otherwise. */
+  ping (): Promise<void>
+  close (): Promise<void>
+
+  countPets (): Promise<number>
+  listInventory (): Promise<InventoryItem[]>
+  /** Sets the quantity atomically; undefined when the pet has no inventory entry. */
+  updateInventory (petId: number, quantity: number): Promise<InventoryItem | undefined>
+  getPet (petId: number): Promise<Pet | undefined>
+  listOrders (): Promise<Order[]>
+  /** Upserts pets, inventory and orders in one transaction. */
+  importCatalogue (catalogue: Catalogue): Promise<ImportCounts>
+  /** Creates `count` pets with an inventory entry each, after the highest existing pet id. */
+  createSyntheticPets (count: number): Promise<void>
+
+  createApiKey (key: NewApiKey): Promise<ApiKeyRecord>
+  listApiKeys (): Promise<ApiKeyRecord[]>
+  /** Undefined when no key has that id. */
+  revokeApiKey (id: string): Promise<ApiKeyRecord | undefined>
+  /** The active (unrevoked) key with this SHA-256 hash, if any. */
+  findActiveApiKey (keyHash: string): Promise<ApiKeyRecord | undefined>
+  countApiKeys (): Promise<number>
+}

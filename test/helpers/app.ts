@@ -1,0 +1,62 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import type { Response as InjectResponse } from 'light-my-request'
+import { type AppOptions, buildApp } from '../../src/app.js'
+import { type Config, loadConfig } from '../../src/config.js'
+import { generateApiKey } from '../../src/store/api-keys.js'
+import type { Store } from '../../src/store/types.js'
+import { checkResponse } from './contract.js'
+
+/** The part of a tap test the helpers need (teardown), so helpers stay independent of tap's types. */
+export interface Teardown { teardown (fn: () => unknown): void }
+
+export interface TestApp {
+  app: FastifyInstance
+  store: Store
+  config: Config
+  /** app.inject, then the response is checked against openapi.yaml (throws when it breaks the contract). */
+  request (options: InjectOptions & { method: string, url: string }): Promise<InjectResponse>
+  /** Creates a key and returns its secret. */
+  createKey (plan?: string, limits?: { perMinute: number, perDay: number }): Promise<string>
+  /** `Authorization` header for a fresh key on the plan. */
+  authHeader (plan?: string): Promise<{ authorization: string }>
+}
+
+export function tempDir (t: Teardown): string {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-test-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+export interface TestAppOptions extends AppOptions {
+  env?: Record<string, string>
+}
+
+/** A fresh app on its own throwaway SQLite database (seeded with the demo catalogue unless SEED=false). */
+export async function buildTestApp (t: Teardown, options: TestAppOptions = {}): Promise<TestApp> {
+  const { env, ...appOptions } = options
+  const config = loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'test.db')}`, LOG_LEVEL: 'silent', ...env })
+  const app = await buildApp(config, appOptions)
+  t.teardown(() => app.close())
+  await app.ready()
+
+  const createKey = async (plan = 'free', limits?: { perMinute: number, perDay: number }) => {
+    const key = generateApiKey()
+    await app.store.createApiKey({ id: key.id, name: `test ${plan}`, plan, keyHash: key.hash, perMinute: limits?.perMinute ?? null, perDay: limits?.perDay ?? null })
+    return key.secret
+  }
+  return {
+    app,
+    store: app.store,
+    config,
+    createKey,
+    authHeader: async (plan = 'free') => ({ authorization: `Bearer ${await createKey(plan)}` }),
+    request: async (opts) => {
+      const res = await app.inject(opts)
+      checkResponse(opts.method.toUpperCase(), opts.url, res)
+      return res
+    }
+  }
+}

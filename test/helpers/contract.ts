@@ -1,0 +1,102 @@
+import type { ValidateFunction } from 'ajv'
+import type { Response as InjectResponse } from 'light-my-request'
+import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../../src/openapi/ajv.js'
+import { loadDocument } from '../../src/openapi/document.js'
+
+/**
+ * Checks a response against openapi.yaml: the status is documented for the operation, the body
+ * matches its schema, every error is the Error body with `status` equal to the HTTP status, and
+ * the headers the document declares for that response are present.
+ */
+export const document = loadDocument()
+const ajv = createDocumentAjv(document.spec)
+const API_PREFIX = '/v1'
+
+type Json = Record<string, unknown>
+const spec = document.spec as Json & { paths: Record<string, Record<string, Json>> }
+
+const escape = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1')
+
+const operations = Object.entries(spec.paths).flatMap(([path, item]) =>
+  Object.keys(item).map((method) => ({
+    method: method.toUpperCase(),
+    path,
+    pattern: new RegExp('^' + path.replace(/\{[^}]+\}/g, '[^/]+') + '$')
+  })))
+
+const validators = new Map<string, ValidateFunction>()
+function validatorAt (pointer: string): ValidateFunction {
+  let validate = validators.get(pointer)
+  if (!validate) {
+    validate = ajv.compile({ $ref: `${DOCUMENT_SCHEMA_ID}#${pointer}` })
+    validators.set(pointer, validate)
+  }
+  return validate
+}
+
+function resolveResponse (pointer: string): { pointer: string, response: Json } {
+  const at = (p: string) => p.split('/').slice(1).reduce<unknown>((node, key) => (node as Json)[key.replace(/~1/g, '/').replace(/~0/g, '~')], spec) as Json
+  let response = at(pointer)
+  while (typeof response.$ref === 'string') {
+    pointer = response.$ref.slice(1)
+    response = at(pointer)
+  }
+  return { pointer, response }
+}
+
+export class ContractError extends Error {}
+
+// Rate-limit headers arrive with the rate-limit issue (#3); until then they are not required.
+const notServedYet = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'])
+
+function fail (what: string, res: InjectResponse, detail: string): never {
+  throw new ContractError(`${what} → ${res.statusCode}: ${detail}\nbody: ${res.body.slice(0, 500)}`)
+}
+
+export function checkResponse (method: string, url: string, res: InjectResponse): void {
+  const what = `${method} ${url}`
+  const path = url.split('?', 1)[0] ?? url
+  const status = res.statusCode
+  let body: unknown
+  if (res.body.length > 0 && method !== 'HEAD') {
+    if (!String(res.headers['content-type']).startsWith('application/json') && path.startsWith(API_PREFIX)) {
+      fail(what, res, `content-type is ${String(res.headers['content-type'])}, not application/json`)
+    }
+    try { body = JSON.parse(res.body) } catch { body = undefined }
+  }
+
+  if (status >= 400 && method !== 'HEAD') {
+    const validate = validatorAt('/components/schemas/Error')
+    if (!validate(body)) fail(what, res, `not the Error body: ${ajv.errorsText(validate.errors)}`)
+    if ((body as { status: number }).status !== status) fail(what, res, 'Error.status differs from the HTTP status')
+    if (/at .+:\d+:\d+|\/work\/|node_modules/.test(res.body)) fail(what, res, 'the body leaks a stack trace or a file path')
+  }
+  if (status === 401 && !String(res.headers['www-authenticate'] ?? '').startsWith('Bearer')) fail(what, res, 'a 401 without WWW-Authenticate: Bearer')
+  if (status === 405 && res.headers.allow === undefined) fail(what, res, 'a 405 without an Allow header')
+
+  if (!path.startsWith(API_PREFIX + '/')) return
+  const apiPath = path.slice(API_PREFIX.length)
+  const op = operations.find((o) => (o.method === method || (method === 'HEAD' && o.method === 'GET')) && o.pattern.test(apiPath))
+  if (op === undefined) {
+    // Unknown route or method: only the Error body applies (checked above).
+    if (status < 400) fail(what, res, 'a success for a route openapi.yaml does not have')
+    return
+  }
+  const responses = `/paths/${escape(op.path)}/${op.method.toLowerCase()}/responses`
+  const declared = (spec.paths[op.path]![op.method.toLowerCase()]!.responses as Json)[String(status)]
+  // 404/405/413/415 can come from the framework on any route; their body is checked above.
+  if (declared === undefined) {
+    if (status >= 400) return
+    fail(what, res, `status ${status} is not documented for ${op.method} ${op.path}`)
+  }
+  const { pointer, response } = resolveResponse(`${responses}/${status}`)
+  const content = response.content as Json | undefined
+  if (content?.['application/json'] !== undefined && method !== 'HEAD') {
+    const validate = validatorAt(`${pointer}/content/application~1json/schema`)
+    if (!validate(body)) fail(what, res, `body does not match openapi.yaml: ${ajv.errorsText(validate.errors)}`)
+  }
+  for (const header of Object.keys((response.headers ?? {}) as Json)) {
+    if (notServedYet.has(header.toLowerCase())) continue
+    if (res.headers[header.toLowerCase()] === undefined) fail(what, res, `missing header ${header} that openapi.yaml declares`)
+  }
+}
