@@ -1,0 +1,66 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { projectRoot } from '../../src/paths.js'
+import type { Teardown } from './app.js'
+
+export interface ServerProcess {
+  child: ChildProcess
+  baseUrl: string
+  port: number
+  /** The demo key printed at first start, when one was. */
+  demoKey: string | undefined
+  /** Every JSON log line so far. */
+  logs: Record<string, unknown>[]
+  /** Sends a signal and waits for the exit; resolves with the exit code (or signal). */
+  stop (signal?: NodeJS.Signals): Promise<number | string | null>
+}
+
+/**
+ * Starts src/server.ts as a real process (through tsx) on a free port and waits until it listens.
+ * The process is killed in teardown if the test has not stopped it.
+ */
+export async function startServer (t: Teardown, env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'server.ts')], {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  const logs: Record<string, unknown>[] = []
+  let stderr = ''
+  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const exited = once(child, 'exit')
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+
+  const ready = new Promise<{ port: number, demoKey: string | undefined }>((resolve, reject) => {
+    let port: number | undefined
+    const timer = setTimeout(() => reject(new Error(`server did not start within ${timeoutMs} ms\n${stderr}`)), timeoutMs)
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      let entry: Record<string, unknown>
+      try { entry = JSON.parse(line) as Record<string, unknown> } catch { return }
+      logs.push(entry)
+      const address = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(String(entry.msg))
+      if (address) port = Number(address[1])
+      if (port !== undefined && String(entry.msg).startsWith('Pet Store API ready')) {
+        clearTimeout(timer)
+        resolve({ port, demoKey: entry.demoApiKey as string | undefined })
+      }
+    })
+    void exited.then(([code]) => { clearTimeout(timer); reject(new Error(`server exited with ${String(code)} before it was ready\n${stderr}`)) })
+  })
+  const { port, demoKey } = await ready
+  return {
+    child,
+    port,
+    baseUrl: `http://127.0.0.1:${port}`,
+    demoKey,
+    logs,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode
+      child.kill(signal)
+      const [code, sig] = await exited as [number | null, NodeJS.Signals | null]
+      return code ?? sig
+    }
+  }
+}
