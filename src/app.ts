@@ -59,7 +59,12 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
   })
 
   await app.register(errorHandling)
-  await app.register(storage, { databaseUrl: config.databaseUrl, seed: config.seed, store: options.store })
+  await app.register(storage, {
+    databaseUrl: config.databaseUrl,
+    storeOptions: { poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs },
+    seed: config.seed,
+    store: options.store
+  })
   await app.register(health)
   await app.register(docs, { document, publicBaseUrl: config.publicBaseUrl })
   await app.register(api, {

@@ -6,6 +6,10 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string
+  /** PostgreSQL only: most connections each instance opens. */
+  databasePoolMax: number
+  /** PostgreSQL only: bound on connecting and on each statement, in milliseconds. */
+  databaseTimeoutMs: number
   redisUrl: string | undefined
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   publicBaseUrl: string
@@ -28,6 +32,8 @@ const envSchema = {
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
     HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
     DATABASE_URL: { type: 'string', pattern: '^(sqlite:.+|postgres(ql)?://.+)$', default: 'sqlite:./data/petstore.db' },
+    DATABASE_POOL_MAX: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+    DATABASE_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://.+' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$', default: 'http://127.0.0.1:3000' },
@@ -67,6 +73,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     port: Number(v.PORT),
     host: String(v.HOST),
     databaseUrl: String(v.DATABASE_URL),
+    databasePoolMax: Number(v.DATABASE_POOL_MAX),
+    databaseTimeoutMs: Number(v.DATABASE_TIMEOUT_MS),
     redisUrl: v.REDIS_URL === undefined ? undefined : String(v.REDIS_URL),
     logLevel: v.LOG_LEVEL as Config['logLevel'],
     publicBaseUrl: String(v.PUBLIC_BASE_URL),

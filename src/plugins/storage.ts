@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { createStore } from '../store/create-store.js'
+import { createStore, type StoreOptions } from '../store/create-store.js'
 import { demoCatalogue } from '../store/demo-catalogue.js'
 import type { Store } from '../store/types.js'
 
 export interface StorageOptions {
   databaseUrl: string
+  storeOptions?: StoreOptions
   seed: boolean
   /** A store made by the caller (tests); it is still closed with the app. */
   store?: Store | undefined
@@ -13,7 +14,7 @@ export interface StorageOptions {
 
 /** Opens the store once, migrates it, loads the demo catalogue into an empty database, decorates `app.store`. */
 async function storage (app: FastifyInstance, options: StorageOptions) {
-  const store = options.store ?? await createStore(options.databaseUrl)
+  const store = options.store ?? await createStore(options.databaseUrl, options.storeOptions)
   app.decorate('store', store)
   app.addHook('onClose', async () => { await store.close() })
 
