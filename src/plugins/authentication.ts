@@ -15,6 +15,8 @@ async function authentication (app: FastifyInstance) {
     addHook: false,
     keys: [],
     verifyErrorLogLevel: 'debug',
+    // The scheme name is case-insensitive (RFC 7235 §2.1); bearer-auth's 'rfc6749' mode compares it so.
+    specCompliance: 'rfc6749',
     auth: async (key: string, request: FastifyRequest) => {
       const record = await app.store.findActiveApiKey(hashApiKey(key))
       if (record === undefined) return false

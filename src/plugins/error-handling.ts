@@ -28,7 +28,7 @@ function unauthorized (request: FastifyRequest, error: FastifyError): { body: Er
   if (error.code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER' || header === undefined) {
     return { body: { code: 'unauthorized', message: 'missing Authorization header: send Authorization: Bearer <API_KEY>', status: 401 }, challenge: BEARER_REALM }
   }
-  if (!header.startsWith('Bearer ')) {
+  if (!/^bearer /i.test(header)) {
     return { body: { code: 'unauthorized', message: 'the Authorization header must use the Bearer scheme', status: 401 }, challenge: `${BEARER_REALM}, error="invalid_request"` }
   }
   return { body: { code: 'unauthorized', message: 'invalid or revoked API key', status: 401 }, challenge: `${BEARER_REALM}, error="invalid_token"` }
@@ -65,6 +65,22 @@ function toErrorBody (error: FastifyError, request: FastifyRequest, reply: Fasti
   }
   request.log.error({ err: error }, 'internal error')
   return { code: 'internal_error', message: 'internal server error', status: 500 }
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors Fastify raises before routing (malformed
+ * percent-encoding, an over-long path parameter) bypass the error handler, and would otherwise
+ * answer with Fastify's own body instead of the Error body.
+ */
+export function answerFrameworkError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const body: ErrorBody = error.code === 'FST_ERR_BAD_URL'
+    ? { code: 'invalid_request', message: 'the URL is not valid: malformed percent-encoding', status: 400 }
+    : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? { code: 'invalid_request', message: 'a path parameter is longer than the server accepts', status: 400 }
+      : { code: 'internal_error', message: 'internal server error', status: 500 }
+  if (body.status < 500) request.log.info({ code: body.code, reason: error.message }, 'request rejected')
+  else request.log.error({ err: error }, 'internal error')
+  void reply.code(body.status).type('application/json; charset=utf-8').send(body)
 }
 
 const httpMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
