@@ -8,7 +8,7 @@ import { serializerCompiler, validatorCompiler } from './http/validation.js'
 import { type ApiDocument, loadDocument } from './openapi/document.js'
 import api from './plugins/api.js'
 import docs from './plugins/docs.js'
-import errorHandling from './plugins/error-handling.js'
+import errorHandling, { answerFrameworkError } from './plugins/error-handling.js'
 import health from './plugins/health.js'
 import storage from './plugins/storage.js'
 import type { Store } from './store/types.js'
@@ -46,6 +46,7 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     schemaErrorFormatter: formatValidationErrors,
+    frameworkErrors: answerFrameworkError,
     return503OnClosing: false
   })
   app.setValidatorCompiler(validatorCompiler)
