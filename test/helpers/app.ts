@@ -8,6 +8,7 @@ import { type Config, loadConfig } from '../../src/config.js'
 import { generateApiKey } from '../../src/store/api-keys.js'
 import type { Store } from '../../src/store/types.js'
 import { checkResponse } from './contract.js'
+import { createTestSchema } from './postgres.js'
 
 /** The part of a tap test the helpers need (teardown), so helpers stay independent of tap's types. */
 export interface Teardown { teardown (fn: () => unknown): void }
@@ -32,12 +33,23 @@ export function tempDir (t: Teardown): string {
 
 export interface TestAppOptions extends AppOptions {
   env?: Record<string, string>
+  /** The engine of the throwaway database; default: TEST_DATABASE from the environment, else sqlite. */
+  database?: 'sqlite' | 'postgres'
 }
 
-/** A fresh app on its own throwaway SQLite database (seeded with the demo catalogue unless SEED=false). */
+/** The engine test apps use unless a test names one: `TEST_DATABASE=postgres npx tap …` runs them on PostgreSQL. */
+export const defaultTestDatabase = (): 'sqlite' | 'postgres' => process.env.TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite'
+
+/**
+ * A fresh app on its own throwaway database (seeded with the demo catalogue unless SEED=false):
+ * a SQLite file in a temporary directory, or a PostgreSQL schema with a random name, dropped after.
+ */
 export async function buildTestApp (t: Teardown, options: TestAppOptions = {}): Promise<TestApp> {
-  const { env, ...appOptions } = options
-  const config = loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'test.db')}`, LOG_LEVEL: 'silent', ...env })
+  const { env, database = defaultTestDatabase(), ...appOptions } = options
+  const storage = database === 'postgres'
+    ? { DATABASE_URL: (await createTestSchema(t)).url(), DATABASE_POOL_MAX: '4' }
+    : { DATABASE_URL: `sqlite:${join(tempDir(t), 'test.db')}` }
+  const config = loadConfig({ ...storage, LOG_LEVEL: 'silent', ...env })
   const app = await buildApp(config, appOptions)
   t.teardown(() => app.close())
   await app.ready()
