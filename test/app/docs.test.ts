@@ -1,0 +1,133 @@
+import { readFileSync } from 'node:fs'
+import t from 'tap'
+import { parse as parseYaml } from 'yaml'
+import { openapiPath } from '../../src/paths.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { expectError } from '../helpers/assertions.js'
+
+type Json = Record<string, unknown>
+type Server = { url: string, description?: string, variables?: Record<string, { default: string }> }
+
+const fileSpec = parseYaml(readFileSync(openapiPath, 'utf8')) as Json
+
+/** GET that follows redirects inside the app, as a browser would; returns the final URL too. */
+async function get (api: TestApp, url: string, headers: Record<string, string> = {}) {
+  for (let hops = 0; hops < 5; hops++) {
+    const res = await api.request({ method: 'GET', url, headers })
+    if (res.statusCode < 300 || res.statusCode >= 400) return { res, url }
+    url = new URL(String(res.headers.location), `http://app${url}`).pathname
+  }
+  throw new Error(`too many redirects from ${url}`)
+}
+
+/** The address a server entry of the document stands for, with its variables at their defaults. */
+const resolveServer = (server: Server) =>
+  server.url.replace(/\{(\w+)\}/g, (_, name: string) => server.variables?.[name]?.default ?? `{${name}}`)
+
+t.test('/docs serves Swagger UI with every asset from this process', async (t) => {
+  const api = await buildTestApp(t)
+  const { res, url } = await get(api, '/docs')
+  t.equal(res.statusCode, 200, 'the docs page answers (after any redirect)')
+  t.match(res.headers['content-type'], /^text\/html/)
+  t.match(res.body, /swagger-ui/i, 'it is Swagger UI')
+
+  const refs = [...res.body.matchAll(/<(?:script|link)\b[^>]*?\b(?:src|href)="([^"]+)"/g)].map((m) => m[1]!)
+  t.ok(refs.some((r) => r.endsWith('.js')), 'the page loads scripts')
+  t.ok(refs.some((r) => r.endsWith('.css')), 'the page loads style sheets')
+  t.notMatch(res.body, /(?:src|href)="(?:https?:)?\/\//, 'no asset comes from another host')
+
+  const page = new URL(url, 'http://app')
+  const assets = [...refs.map((r) => new URL(r, page).pathname), new URL('./static/oauth2-redirect.html', `${page.href.replace(/\/?$/, '/')}`).pathname]
+  for (const asset of assets) {
+    const { res: file } = await get(api, asset)
+    t.equal(file.statusCode, 200, `${asset} is served locally`)
+    if (asset.endsWith('.js')) t.match(file.headers['content-type'], /javascript/, `${asset} is JavaScript`)
+    if (asset.endsWith('.css')) t.match(file.headers['content-type'], /text\/css/, `${asset} is CSS`)
+    t.ok(file.rawPayload.length > 0, `${asset} is not empty`)
+  }
+  const bundle = assets.find((a) => a.endsWith('swagger-ui-bundle.js'))
+  t.ok(bundle, 'the Swagger UI bundle itself is among them')
+  t.ok((await get(api, bundle!)).res.rawPayload.length > 100_000, 'the bundle is the real thing, not a stub')
+
+  // The initializer loads the document from this process and configures no external validator.
+  const initializer = assets.find((a) => a.endsWith('swagger-initializer.js'))!
+  const script = (await get(api, initializer)).res.body
+  t.match(script, /"showExtensions":true/, 'x-stability and other extensions are shown')
+  t.match(script, /validatorUrl: null/, 'no call to the public swagger.io validator')
+  const specUrl = /url: resolveUrl\('\.\/([^']+)'\)/.exec(script)?.[1]
+  t.ok(specUrl, 'the initializer names the document it loads')
+  const served = await get(api, new URL(specUrl!, page.href.replace(/\/?$/, '/')).pathname)
+  t.equal(served.res.statusCode, 200, 'the document the page loads is served here')
+  t.equal((served.res.json() as Json).openapi, fileSpec.openapi)
+})
+
+t.test('/openapi.json and /openapi.yaml serve the document with the three servers', async (t) => {
+  const defaults = await buildTestApp(t)
+  const custom = await buildTestApp(t, { env: { PUBLIC_BASE_URL: 'https://api.internal.example:8443/petstore' } })
+
+  for (const [api, base] of [[defaults, 'http://127.0.0.1:3000'], [custom, 'https://api.internal.example:8443/petstore']] as const) {
+    const jsonRes = await api.request({ method: 'GET', url: '/openapi.json' })
+    t.equal(jsonRes.statusCode, 200)
+    t.match(jsonRes.headers['content-type'], /^application\/json/)
+    const yamlRes = await api.request({ method: 'GET', url: '/openapi.yaml' })
+    t.equal(yamlRes.statusCode, 200)
+    t.match(yamlRes.headers['content-type'], /yaml/)
+    const doc = jsonRes.json() as Json & { servers: Server[] }
+    t.same(parseYaml(yamlRes.body), doc, 'the YAML and the JSON are the same document')
+
+    const addresses = doc.servers.map(resolveServer)
+    t.equal(addresses[0], `${base}/v1`, `the first (default) server is this instance, from PUBLIC_BASE_URL ${base}`)
+    t.equal(doc.servers[0]!.variables?.baseUrl?.default, base, 'its baseUrl default equals PUBLIC_BASE_URL')
+    t.ok(doc.servers.some((s) => /production/i.test(s.description ?? '') && s.url.endsWith('/v1') && s.url.startsWith('https://')), 'a production server ending in /v1')
+    t.ok(doc.servers.some((s) => /staging/i.test(s.description ?? '') && s.url.endsWith('/v1') && s.url.startsWith('https://')), 'a staging server ending in /v1')
+    t.ok(addresses.every((a) => a.endsWith('/v1')), 'every server ends in /v1')
+
+    // Apart from the instance's address, the served document is openapi.yaml as written.
+    const expected = structuredClone(fileSpec) as Json & { servers: Server[] }
+    expected.servers[0]!.variables!.baseUrl!.default = base
+    t.same(doc, expected, 'the served document is openapi.yaml with only the baseUrl default set')
+  }
+})
+
+t.test('the served document declares bearer auth on every operation (the Authorize button)', async (t) => {
+  const api = await buildTestApp(t)
+  const doc = (await api.request({ method: 'GET', url: '/openapi.json' })).json() as Json & {
+    components: { securitySchemes: Record<string, Json> }
+    security?: Record<string, unknown>[]
+    paths: Record<string, Record<string, { security?: unknown[], operationId: string, 'x-stability'?: string }>>
+  }
+  const bearerSchemes = Object.entries(doc.components.securitySchemes).filter(([, s]) => s.type === 'http' && s.scheme === 'bearer').map(([name]) => name)
+  t.ok(bearerSchemes.length > 0, 'an http bearer security scheme')
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      const security = (op.security ?? doc.security ?? []) as Record<string, unknown>[]
+      t.ok(security.length > 0 && security.every((req) => Object.keys(req).some((n) => bearerSchemes.includes(n))), `${method.toUpperCase()} ${path} requires the bearer key`)
+    }
+  }
+  t.equal(doc.paths['/inventory/{petId}']?.patch?.['x-stability'], 'experimental', 'updateInventory is marked experimental')
+})
+
+t.test('/healthz and /readyz; none of the documentation or health routes needs a key', async (t) => {
+  const api = await buildTestApp(t)
+  const badAuth = { authorization: 'Bearer psk_not-a-key' }
+  for (const url of ['/docs', '/openapi.json', '/openapi.yaml', '/healthz', '/readyz']) {
+    for (const headers of [{}, badAuth]) {
+      const { res } = await get(api, url, headers)
+      t.equal(res.statusCode, 200, `${url} ${Object.keys(headers).length > 0 ? 'with an invalid key' : 'without a key'}`)
+      t.equal(res.headers['www-authenticate'], undefined, `${url}: no challenge`)
+    }
+  }
+  t.same((await api.request({ method: 'GET', url: '/healthz' })).json(), { status: 'ok' })
+  t.match((await api.request({ method: 'GET', url: '/readyz' })).json(), { status: 'ok', checks: { storage: 'ok' } })
+})
+
+t.test('/readyz answers 503 service_unavailable once the storage is gone; /healthz stays 200', async (t) => {
+  const api = await buildTestApp(t)
+  const headers = await api.authHeader()
+  await api.store.close()
+
+  const body = expectError(t, await api.request({ method: 'GET', url: '/readyz' }), 503, 'service_unavailable', '/readyz with a closed store')
+  t.match(body.message, /storage/, 'names what is unavailable')
+  t.equal((await api.request({ method: 'GET', url: '/healthz' })).statusCode, 200, 'the process is still alive')
+  expectError(t, await api.request({ method: 'GET', url: '/v1/inventory', headers }), 503, 'service_unavailable', 'an API call with a closed store')
+})

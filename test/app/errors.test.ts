@@ -1,0 +1,141 @@
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { buildTestApp } from '../helpers/app.js'
+import { expectError } from '../helpers/assertions.js'
+
+/** A pino destination that keeps every log line, parsed. */
+function logCapture () {
+  const lines: Record<string, unknown>[] = []
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>)
+      done()
+    }
+  })
+  return { lines, stream }
+}
+
+const json = { 'content-type': 'application/json' }
+
+t.test('bodies that are not JSON objects are 400 invalid_request, and change nothing', async (t) => {
+  const api = await buildTestApp(t)
+  const headers = { ...await api.authHeader(), ...json }
+  const patch = (payload: string) => api.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload })
+
+  let body = expectError(t, await patch('{"quantity": 5'), 400, 'invalid_request', 'truncated JSON')
+  t.match(body.message, /^body is not valid JSON/, 'says the JSON is malformed')
+  body = expectError(t, await patch("{'quantity': 5}"), 400, 'invalid_request', 'single quotes')
+  t.match(body.message, /^body is not valid JSON/)
+  body = expectError(t, await patch(''), 400, 'invalid_request', 'empty body')
+  t.match(body.message, /empty/, 'says the body is empty')
+  body = expectError(t, await patch('   '), 400, 'invalid_request', 'whitespace only')
+
+  body = expectError(t, await patch('{"quantity": 5, "__proto__": {"quantity": 0}}'), 400, 'invalid_request', '__proto__ key')
+  t.match(body.message, /__proto__/, 'names the forbidden key')
+  body = expectError(t, await patch('{"quantity": 5, "constructor": {"prototype": {"quantity": 0}}}'), 400, 'invalid_request', 'constructor.prototype')
+  t.match(body.message, /constructor\.prototype/)
+  t.equal(({} as Record<string, unknown>).quantity, undefined, 'Object.prototype is untouched')
+
+  const list = await api.request({ method: 'GET', url: '/v1/inventory', headers })
+  t.same(list.json()[0], { petId: 1, quantity: 4, status: 'available' }, 'pet 1 keeps its stock')
+})
+
+t.test('a body over BODY_LIMIT is 413 payload_too_large; one at the limit is accepted', async (t) => {
+  // Whitespace keeps the JSON valid while setting its exact size in bytes.
+  const sized = (bytes: number) => '{"quantity":7}'.padEnd(bytes, ' ')
+
+  const standard = await buildTestApp(t)
+  t.equal(standard.config.bodyLimit, 16 * 1024, 'default BODY_LIMIT is 16 KiB')
+  let headers = { ...await standard.authHeader(), ...json }
+  expectError(t, await standard.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: sized(16 * 1024 + 1) }), 413, 'payload_too_large', '16 KiB + 1 byte')
+  t.equal((await standard.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: sized(16 * 1024) })).statusCode, 200, 'exactly 16 KiB is accepted')
+  const big = await standard.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: sized(1024 * 1024) })
+  expectError(t, big, 413, 'payload_too_large', '1 MiB')
+
+  const small = await buildTestApp(t, { env: { BODY_LIMIT: '100' } })
+  headers = { ...await small.authHeader(), ...json }
+  const over = await small.request({ method: 'PATCH', url: '/v1/inventory/2', headers, payload: sized(101) })
+  const body = expectError(t, over, 413, 'payload_too_large', 'BODY_LIMIT=100, 101 bytes')
+  t.notMatch(body.message, /FST_|Error/, 'no framework internals in the message')
+  t.equal((await small.request({ method: 'PATCH', url: '/v1/inventory/2', headers, payload: sized(100) })).statusCode, 200, 'BODY_LIMIT=100, 100 bytes accepted')
+})
+
+t.test('a body that is not application/json is 415 unsupported_media_type', async (t) => {
+  const api = await buildTestApp(t)
+  const auth = await api.authHeader()
+  for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x', 'application/jsonx']) {
+    const res = await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': type }, payload: '{"quantity":1}' })
+    expectError(t, res, 415, 'unsupported_media_type', type)
+  }
+  const ok = await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': 'application/json; charset=utf-8' }, payload: '{"quantity":1}' })
+  t.equal(ok.statusCode, 200, 'application/json with a charset is accepted')
+})
+
+t.test('unknown routes are 404 not_found; a known path with another method is 405 with Allow', async (t) => {
+  const api = await buildTestApp(t)
+  const headers = await api.authHeader()
+
+  for (const url of ['/v1/nothing', '/v1/inventory/1/extra', '/v1/pets', '/v2/inventory', '/nothing', '/']) {
+    const body = expectError(t, await api.request({ method: 'GET', url, headers }), 404, 'not_found', `GET ${url}`)
+    t.notMatch(body.message, /Route GET:/, 'not Fastify\'s own wording')
+  }
+
+  const cases: [string, string, string][] = [
+    ['DELETE', '/v1/inventory', 'GET, HEAD'],
+    ['POST', '/v1/inventory', 'GET, HEAD'],
+    ['PUT', '/v1/inventory/1', 'PATCH'],
+    ['GET', '/v1/inventory/1', 'PATCH'],
+    ['DELETE', '/v1/pets/1', 'GET, HEAD'],
+    ['POST', '/v1/store/orders', 'GET, HEAD'],
+    ['POST', '/healthz', 'GET, HEAD']
+  ]
+  for (const [method, url, allow] of cases) {
+    const res = await api.request({ method, url, headers })
+    const body = expectError(t, res, 405, 'method_not_allowed', `${method} ${url}`)
+    t.equal(res.headers.allow, allow, `${method} ${url}: Allow lists the methods the path has`)
+    t.match(body.message, method, 'the message names the method')
+  }
+})
+
+t.test('a handler answering outside its schema is 500 internal_error, logged, with no internals', async (t) => {
+  const log = logCapture()
+  const api = await buildTestApp(t, {
+    handlers: { listInventory: async () => [{ petId: 1 }] as never },
+    logger: { level: 'error', stream: log.stream }
+  })
+  const res = await api.request({ method: 'GET', url: '/v1/inventory', headers: await api.authHeader() })
+  const body = expectError(t, res, 500, 'internal_error', 'reshaped body')
+  t.same(body, { code: 'internal_error', message: 'internal server error', status: 500 }, 'a generic message only')
+  t.notMatch(res.body, /petId|quantity|required|response/, 'the offending data and schema detail stay out of the response')
+  const logged = log.lines.find((l) => l.level === 50)
+  t.ok(logged, 'the error is logged')
+  t.match(JSON.stringify(logged), /quantity/, 'the log line says what was wrong')
+})
+
+t.test('a handler throwing a plain Error is 500 with a generic message', async (t) => {
+  const log = logCapture()
+  const api = await buildTestApp(t, {
+    handlers: {
+      listOrders: async () => { throw new Error('SQLITE_CORRUPT at /var/lib/secret/db.sqlite line 42') },
+      getPetById: async () => { throw Object.assign(new TypeError('cannot read x of undefined'), { statusCode: undefined }) }
+    },
+    logger: { level: 'error', stream: log.stream }
+  })
+  const headers = await api.authHeader()
+  let res = await api.request({ method: 'GET', url: '/v1/store/orders', headers })
+  t.same(expectError(t, res, 500, 'internal_error', 'plain Error'), { code: 'internal_error', message: 'internal server error', status: 500 })
+  t.notMatch(res.body, /SQLITE|secret|line 42|stack/, 'nothing of the error leaks')
+  res = await api.request({ method: 'GET', url: '/v1/pets/1', headers })
+  t.same(expectError(t, res, 500, 'internal_error', 'TypeError'), { code: 'internal_error', message: 'internal server error', status: 500 })
+  t.ok(log.lines.some((l) => JSON.stringify(l).includes('SQLITE_CORRUPT')), 'the detail goes to the log instead')
+})
+
+t.test('every response carries a request id; a sane caller id is kept', async (t) => {
+  const api = await buildTestApp(t)
+  const given = await api.request({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'trace-abc.123' } })
+  t.equal(given.headers['x-request-id'], 'trace-abc.123', 'the caller\'s id is echoed')
+  const generated = await api.request({ method: 'GET', url: '/v1/inventory' })
+  t.match(generated.headers['x-request-id'], /^[0-9a-f-]{36}$/, 'an id is generated, also on errors')
+  const unsafe = await api.request({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'evil\u0007id with spaces' } })
+  t.not(unsafe.headers['x-request-id'], 'evil\u0007id with spaces', 'an unsafe id is replaced')
+})
