@@ -40,16 +40,20 @@ export interface TestAppOptions extends AppOptions {
 /** The engine test apps use unless a test names one: `TEST_DATABASE=postgres npx tap …` runs them on PostgreSQL. */
 export const defaultTestDatabase = (): 'sqlite' | 'postgres' => process.env.TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite'
 
+/** The environment for a throwaway database of the engine, unless the test gives its own DATABASE_URL. */
+async function throwawayDatabase (t: Teardown, database: 'sqlite' | 'postgres', env: Record<string, string> | undefined): Promise<Record<string, string>> {
+  if (env?.DATABASE_URL !== undefined) return {}
+  if (database === 'postgres') return { DATABASE_URL: (await createTestSchema(t)).url(), DATABASE_POOL_MAX: '4' }
+  return { DATABASE_URL: `sqlite:${join(tempDir(t), 'test.db')}` }
+}
+
 /**
  * A fresh app on its own throwaway database (seeded with the demo catalogue unless SEED=false):
  * a SQLite file in a temporary directory, or a PostgreSQL schema with a random name, dropped after.
  */
 export async function buildTestApp (t: Teardown, options: TestAppOptions = {}): Promise<TestApp> {
   const { env, database = defaultTestDatabase(), ...appOptions } = options
-  const storage = database === 'postgres'
-    ? { DATABASE_URL: (await createTestSchema(t)).url(), DATABASE_POOL_MAX: '4' }
-    : { DATABASE_URL: `sqlite:${join(tempDir(t), 'test.db')}` }
-  const config = loadConfig({ ...storage, LOG_LEVEL: 'silent', ...env })
+  const config = loadConfig({ ...await throwawayDatabase(t, database, env), LOG_LEVEL: 'silent', ...env })
   const app = await buildApp(config, appOptions)
   t.teardown(() => app.close())
   await app.ready()
