@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifySchemaValidationError } from 'fastify'
+import type { FastifyInstance, FastifySchemaValidationError, preValidationHookHandler } from 'fastify'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 
@@ -20,6 +20,15 @@ export function installJsonBodyParser (app: FastifyInstance): void {
       done(new ApiError('invalid_request', message), undefined)
     }
   })
+}
+
+/**
+ * For operations whose requestBody is required: Fastify validates a body only when one arrived,
+ * so a request without any body (and without Content-Type) would reach the handler empty.
+ */
+export const requireBody: preValidationHookHandler = (request, _reply, done) => {
+  if (request.body !== undefined) return done()
+  done(new ApiError('invalid_request', 'body is required: send a JSON object with Content-Type: application/json'))
 }
 
 /** "body/quantity must be integer"; for an unknown property its name is added. */

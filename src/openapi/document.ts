@@ -13,6 +13,8 @@ export interface OperationInfo {
   deprecatedAt: Date | undefined
   sunset: Date | undefined
   stability: string | undefined
+  /** requestBody.required: Fastify validates a body only when one arrived, so this is enforced apart. */
+  bodyRequired: boolean
 }
 
 export interface PlanLimits {
@@ -31,6 +33,16 @@ export interface ApiDocument {
 }
 
 const httpMethods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
+
+/** Follows local `$ref`s (`#/components/...`) to the node they name. */
+function resolveLocal (spec: Json, node: unknown): Json | undefined {
+  let current = node as Json | undefined
+  for (let hops = 0; typeof current?.$ref === 'string' && hops < 20; hops++) {
+    const ref = current.$ref as string
+    current = ref.startsWith('#/') ? ref.slice(2).split('/').reduce<unknown>((at, key) => (at as Json | undefined)?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], spec) as Json | undefined : undefined
+  }
+  return current
+}
 
 function parseDate (value: unknown, where: string): Date | undefined {
   if (value === undefined) return undefined
@@ -54,7 +66,8 @@ export function loadDocument (path: string = openapiPath): ApiDocument {
         deprecated: operation.deprecated === true,
         deprecatedAt: parseDate(operation['x-deprecated-at'], `${operationId} x-deprecated-at`),
         sunset: parseDate(operation['x-sunset'], `${operationId} x-sunset`),
-        stability: operation['x-stability'] as string | undefined
+        stability: operation['x-stability'] as string | undefined,
+        bodyRequired: resolveLocal(spec, operation.requestBody)?.required === true
       })
     }
   }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
+import { requireBody } from '../http/json-body.js'
 import type { HandlerMap } from '../http/operation-types.js'
 import type { ApiDocument } from '../openapi/document.js'
 import authentication, { requireAuthentication } from './authentication.js'
@@ -21,6 +22,13 @@ export default async function api (app: FastifyInstance, options: ApiOptions) {
   await app.register(authentication)
   app.addHook('onRequest', requireAuthentication)
   await app.register(deprecation, { document: options.document, publicBaseUrl: options.publicBaseUrl, now: options.now })
+
+  app.addHook('onRoute', (route) => {
+    const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
+    if (operationId === undefined || options.document.operations.get(operationId)?.bodyRequired !== true) return
+    const existing = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]
+    route.preValidation = [...existing, requireBody]
+  })
 
   await app.register(openapiGlue, {
     specification: options.document.spec,
