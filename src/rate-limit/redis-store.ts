@@ -1,0 +1,121 @@
+import { Redis } from 'ioredis'
+import type { RateLimitStore } from './store.js'
+import { windowAt } from './windows.js'
+
+// Both scripts run atomically in Redis, so instances sharing it count together exactly.
+// Times come from the caller (ARGV) rather than Redis' clock, so a test clock works here too;
+// key expiry only reclaims memory and never decides whether a window or a ban is over.
+
+/** KEYS: counter, ban. ARGV: now, counter expiry (ms). Returns the window's count. */
+const HIT = `
+local ban = redis.call('GET', KEYS[2])
+if ban and tonumber(ban) > tonumber(ARGV[1]) then
+  return tonumber(redis.call('GET', KEYS[1]) or '0')
+end
+local count = redis.call('INCR', KEYS[1])
+if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return count
+`
+
+/** KEYS: ban. ARGV: now, until, expiry (ms). Returns the end of the ban in force. */
+const BAN = `
+local current = redis.call('GET', KEYS[1])
+if current and tonumber(current) > tonumber(ARGV[1]) then
+  return current
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return ARGV[2]
+`
+
+interface RateLimitCommands {
+  rateLimitHit (counterKey: string, banKey: string, now: number, expiryMs: number): Promise<number>
+  rateLimitBan (banKey: string, now: number, until: number, expiryMs: number): Promise<string>
+}
+
+export interface RedisStoreOptions {
+  url: string
+  /** Prepended to every key, so several deployments (or tests) can share one Redis. */
+  keyPrefix: string
+  /** Longest a command may take before it fails (and the request is served unlimited). */
+  commandTimeoutMs: number
+  /** Errors of the connection itself (it reconnects on its own); logged by the caller. */
+  onConnectionError?: (error: Error) => void
+}
+
+/** Grace kept after a window ends before Redis drops its counter. */
+const EXPIRY_GRACE_MS = 60_000
+
+/** Counters and bans in Redis: shared by every instance, and kept when an instance restarts. */
+export class RedisRateLimitStore implements RateLimitStore {
+  readonly redis: Redis & RateLimitCommands
+  private readonly prefix: string
+
+  constructor (options: RedisStoreOptions) {
+    this.prefix = options.keyPrefix
+    const redis = new Redis(options.url, {
+      // Fail fast while Redis is away, so that a request is served (fail open) rather than queued:
+      // no offline queue, no retry of a command, and a bound on every command.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      // A counting command cut off mid-flight is not sent again: it may have counted already.
+      autoResendUnfulfilledCommands: false,
+      commandTimeout: options.commandTimeoutMs,
+      connectTimeout: Math.max(1000, options.commandTimeoutMs * 5),
+      // Keep reconnecting for as long as it takes, at most a second apart.
+      retryStrategy: (attempt) => Math.min(attempt * 100, 1000)
+    })
+    redis.on('error', (error: Error) => options.onConnectionError?.(error))
+    redis.defineCommand('rateLimitHit', { numberOfKeys: 2, lua: HIT })
+    redis.defineCommand('rateLimitBan', { numberOfKeys: 1, lua: BAN })
+    this.redis = redis as Redis & RateLimitCommands
+  }
+
+  /** Waits until the first connection is ready, for at most `timeoutMs`; false when it is not. */
+  async connected (timeoutMs: number): Promise<boolean> {
+    if (this.redis.status === 'ready') return true
+    return new Promise((resolve) => {
+      const done = (ready: boolean) => {
+        clearTimeout(timer)
+        this.redis.off('ready', onReady)
+        resolve(ready)
+      }
+      const onReady = () => done(true)
+      const timer = setTimeout(() => done(false), timeoutMs)
+      this.redis.on('ready', onReady)
+    })
+  }
+
+  async hit (client: string, lengthMs: number, now: number): Promise<number> {
+    const window = windowAt(now, lengthMs)
+    const counterKey = `${this.prefix}${client}:${lengthMs}:${window.index}`
+    return this.redis.rateLimitHit(counterKey, this.banKey(client), now, window.end - now + EXPIRY_GRACE_MS)
+  }
+
+  async bannedUntil (client: string, now: number): Promise<number | undefined> {
+    const value = await this.redis.get(this.banKey(client))
+    const until = value === null ? undefined : Number(value)
+    return until !== undefined && until > now ? until : undefined
+  }
+
+  async ban (client: string, until: number, now: number): Promise<number> {
+    return Number(await this.redis.rateLimitBan(this.banKey(client), now, until, until - now + EXPIRY_GRACE_MS))
+  }
+
+  async ping (): Promise<void> {
+    await this.redis.ping()
+  }
+
+  async close (): Promise<void> {
+    if (this.redis.status === 'ready') {
+      await this.redis.quit().catch(() => this.redis.disconnect())
+    } else {
+      this.redis.disconnect()
+    }
+  }
+
+  private banKey (client: string): string {
+    return `${this.prefix}${client}:ban`
+  }
+}
