@@ -22,6 +22,8 @@ export interface AppOptions {
   handlers?: Partial<HandlerMap>
   /** Milliseconds since the epoch. */
   now?: () => number
+  /** false leaves out the rate limits: only to measure their cost (bench/limiter-cost.ts). */
+  rateLimit?: boolean
   logger?: FastifyServerOptions['logger']
 }
 
@@ -73,7 +75,14 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
     document,
     handlers,
     publicBaseUrl: config.publicBaseUrl,
-    now: options.now ?? Date.now
+    now: options.now ?? Date.now,
+    rateLimit: options.rateLimit === false
+      ? false
+      : {
+          banAfter: config.rateLimitBanAfter,
+          banSeconds: config.rateLimitBanSeconds,
+          redis: config.redisUrl === undefined ? undefined : { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: config.redisCommandTimeoutMs }
+        }
   })
   return app
 }

@@ -11,6 +11,10 @@ export interface Config {
   /** PostgreSQL only: bound on connecting and on each statement, in milliseconds. */
   databaseTimeoutMs: number
   redisUrl: string | undefined
+  /** Prepended to every rate-limit key in Redis, so deployments (and tests) can share one server. */
+  redisKeyPrefix: string
+  /** Longest a Redis command may take before the request is served without a rate limit. */
+  redisCommandTimeoutMs: number
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   publicBaseUrl: string
   seed: boolean
@@ -35,6 +39,8 @@ const envSchema = {
     DATABASE_POOL_MAX: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     DATABASE_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://.+' },
+    REDIS_KEY_PREFIX: { type: 'string', minLength: 1, maxLength: 200, default: 'petstore:ratelimit:' },
+    REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 250 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$', default: 'http://127.0.0.1:3000' },
     SEED: { type: 'string', enum: ['true', 'false'], default: 'true' },
@@ -76,6 +82,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolMax: Number(v.DATABASE_POOL_MAX),
     databaseTimeoutMs: Number(v.DATABASE_TIMEOUT_MS),
     redisUrl: v.REDIS_URL === undefined ? undefined : String(v.REDIS_URL),
+    redisKeyPrefix: String(v.REDIS_KEY_PREFIX),
+    redisCommandTimeoutMs: Number(v.REDIS_COMMAND_TIMEOUT_MS),
     logLevel: v.LOG_LEVEL as Config['logLevel'],
     publicBaseUrl: String(v.PUBLIC_BASE_URL),
     seed: v.SEED === 'true',

@@ -5,12 +5,15 @@ import type { HandlerMap } from '../http/operation-types.js'
 import type { ApiDocument } from '../openapi/document.js'
 import authentication, { requireAuthentication } from './authentication.js'
 import deprecation from './deprecation.js'
+import rateLimit, { type RateLimitOptions } from './rate-limit.js'
 
 export interface ApiOptions {
   document: ApiDocument
   handlers: HandlerMap
   publicBaseUrl: string
   now: () => number
+  /** Plan limits; `false` only for measuring the limiter's cost (bench/limiter-cost.ts). */
+  rateLimit: Omit<RateLimitOptions, 'plans' | 'now'> | false
 }
 
 /**
@@ -20,6 +23,9 @@ export interface ApiOptions {
  */
 export default async function api (app: FastifyInstance, options: ApiOptions) {
   await app.register(authentication)
+  if (options.rateLimit !== false) {
+    await app.register(rateLimit, { ...options.rateLimit, plans: options.document.plans, now: options.now })
+  }
   app.addHook('onRequest', requireAuthentication)
   await app.register(deprecation, { document: options.document, publicBaseUrl: options.publicBaseUrl, now: options.now })
 
