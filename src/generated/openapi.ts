@@ -172,6 +172,9 @@ export interface components {
         /** @description The path or body is missing required fields or holds invalid values */
         BadRequest: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -190,6 +193,9 @@ export interface components {
             headers: {
                 /** @description RFC 6750 challenge, e.g. `Bearer realm="petstore", error="invalid_token"` */
                 "WWW-Authenticate"?: string;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -206,6 +212,9 @@ export interface components {
         /** @description The requested resource could not be found */
         NotFound: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -222,6 +231,9 @@ export interface components {
         /** @description The operation is past its sunset date */
         Gone: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -231,6 +243,9 @@ export interface components {
         /** @description The request body is larger than the server's BODY_LIMIT */
         PayloadTooLarge: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -240,6 +255,9 @@ export interface components {
         /** @description The request body is not application/json */
         UnsupportedMediaType: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -269,6 +287,9 @@ export interface components {
         /** @description An unexpected error; details are logged, never returned */
         InternalError: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -278,6 +299,9 @@ export interface components {
         /** @description The storage is unreachable; retry later */
         ServiceUnavailable: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -293,9 +317,9 @@ export interface components {
     headers: {
         /** @description The request limit of the binding window (the window with the fewest requests left). */
         "X-RateLimit-Limit": number;
-        /** @description Requests left in the binding window. */
+        /** @description Requests left in the binding window after this one; 0 when refused with 429. */
         "X-RateLimit-Remaining": number;
-        /** @description Unix timestamp, in seconds, at which the binding window resets. */
+        /** @description Unix timestamp, in seconds, at which the binding window resets; during a ban (`api_key_banned`), the end of the ban. */
         "X-RateLimit-Reset": number;
         /** @description Whole seconds (rounded up) to wait before retrying. */
         "Retry-After": number;
