@@ -1,0 +1,88 @@
+/**
+ * Fresh databases for the benchmark, filled through the service's own store module:
+ * N synthetic pets with an inventory entry each (createSyntheticPets), an open order on every
+ * tenth pet (so all three statuses occur), and one enterprise key with limits that never bind.
+ */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import pg from 'pg'
+import { projectRoot } from '../../src/paths.js'
+import { generateApiKey } from '../../src/store/api-keys.js'
+import { createStore } from '../../src/store/create-store.js'
+import type { Order } from '../../src/store/types.js'
+
+/** High enough that no run reaches them; both fit a 32-bit integer column. */
+export const BENCH_LIMITS = { perMinute: 2_000_000_000, perDay: 2_000_000_000 }
+
+function ordersFor (size: number): Order[] {
+  const orders: Order[] = []
+  for (let petId = 10; petId <= size; petId += 10) {
+    orders.push({ id: petId / 10, petId, quantity: 30, shipDate: '2026-01-15T10:00:00.000Z', status: 'placed', complete: false })
+  }
+  return orders
+}
+
+/** Fills a fresh database; returns the secret of its enterprise key. */
+export async function seedDatabase (databaseUrl: string, size: number): Promise<string> {
+  const store = await createStore(databaseUrl)
+  try {
+    await store.migrate()
+    if (await store.countPets() !== 0) throw new Error(`${databaseUrl} is not empty`)
+    await store.createSyntheticPets(size)
+    await store.importCatalogue({ orders: ordersFor(size) })
+    const key = generateApiKey()
+    await store.createApiKey({ id: key.id, name: 'benchmark', plan: 'enterprise', keyHash: key.hash, ...BENCH_LIMITS })
+    return key.secret
+  } finally {
+    await store.close()
+  }
+}
+
+/** Why PostgreSQL cannot be benchmarked here, or undefined when it can. */
+export async function postgresUnavailable (adminUrl: string): Promise<string | undefined> {
+  if (!existsSync(join(projectRoot, 'src', 'store', 'postgres-store.ts'))) {
+    return 'src/store/postgres-store.ts does not exist yet'
+  }
+  try {
+    const probe = await createStore(adminUrl)
+    await probe.close()
+  } catch (error) {
+    return `createStore refuses postgres:// (${(error as Error).message})`
+  }
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 })
+  try {
+    await client.connect()
+    await client.query('SELECT 1')
+  } catch (error) {
+    return `PostgreSQL at ${redact(adminUrl)} is unreachable (${(error as Error).message})`
+  } finally {
+    await client.end().catch(() => {})
+  }
+  return undefined
+}
+
+export const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')
+
+/** Creates a database of its own for one dataset; returns its URL. */
+export async function createPostgresDatabase (adminUrl: string, name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: adminUrl })
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await client.end()
+  }
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+export async function dropPostgresDatabase (adminUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl })
+  await client.connect()
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  } finally {
+    await client.end()
+  }
+}

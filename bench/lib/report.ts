@@ -1,0 +1,182 @@
+/** Summaries, the targets of issue 5, and the table (stdout) and markdown (results.md) forms. */
+import type { LoadResult } from './load.js'
+
+export type ConfigId = 'bare' | 'sqlite' | 'postgres' | 'express'
+
+export const configTitles: Record<ConfigId, string> = {
+  bare: 'bare Fastify',
+  sqlite: 'service, SQLite',
+  postgres: 'service, PostgreSQL',
+  express: 'Express peer, SQLite'
+}
+
+/** One measurement: a workload on a configuration in one round. */
+export interface Sample extends LoadResult {
+  round: number
+  /** Peak RSS of the server process during the measurement, bytes. */
+  peakRss: number | undefined
+  /** Share of one core the server used. */
+  serverCpu: number
+  /** Server CPU time per completed request, microseconds: steadier than req/s on a busy machine. */
+  cpuPerRequest: number
+  /** Cores busy with anything other than the server and the load generator. */
+  otherCpu: number
+}
+
+export interface Cell {
+  workload: string
+  workloadTitle: string
+  config: ConfigId
+  connections: number
+  samples: Sample[]
+}
+
+export interface CellSummary {
+  workload: string
+  config: ConfigId
+  connections: number
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+  peakRss: number | undefined
+  serverCpu: number
+  cpuPerRequest: number
+  otherCpu: number
+}
+
+export function median (values: number[]): number {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b)
+  if (v.length === 0) return NaN
+  const mid = Math.floor(v.length / 2)
+  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2
+}
+
+export function summarize (cell: Cell): CellSummary {
+  const s = cell.samples
+  const rss = s.map((x) => x.peakRss).filter((x): x is number => x !== undefined)
+  return {
+    workload: cell.workload,
+    config: cell.config,
+    connections: cell.connections,
+    rps: median(s.map((x) => x.rps)),
+    p50: median(s.map((x) => x.p50)),
+    p99: median(s.map((x) => x.p99)),
+    errors: s.reduce((n, x) => n + x.non2xx + x.socketErrors, 0),
+    peakRss: rss.length === 0 ? undefined : Math.max(...rss),
+    serverCpu: median(s.map((x) => x.serverCpu)),
+    cpuPerRequest: median(s.map((x) => x.cpuPerRequest)),
+    otherCpu: median(s.map((x) => x.otherCpu))
+  }
+}
+
+export interface TargetResult {
+  target: string
+  measured: string
+  /** undefined: not measured in this run. */
+  met: boolean | undefined
+}
+
+const find = (cells: Cell[], workload: string, config: ConfigId) => cells.find((c) => c.workload === workload && c.config === config)
+
+/** Median over rounds of the per-round ratio a/b (both measured in the same round). */
+function ratio (a: Cell | undefined, b: Cell | undefined, metric: (s: Sample) => number = (s) => s.rps): number | undefined {
+  if (a === undefined || b === undefined) return undefined
+  const values: number[] = []
+  for (const sa of a.samples) {
+    const sb = b.samples.find((x) => x.round === sa.round)
+    if (sb !== undefined) values.push(metric(sa) / metric(sb))
+  }
+  return values.length === 0 ? undefined : median(values)
+}
+
+const x = (n: number | undefined) => n === undefined ? 'not measured' : `${n.toFixed(2)} ×`
+const mib = (bytes: number | undefined) => bytes === undefined ? 'n/a' : `${(bytes / 2 ** 20).toFixed(0)} MiB`
+
+export function evaluateTargets (cells: Cell[], engine: 'sqlite' | 'postgres' = 'sqlite'): TargetResult[] {
+  const results: TargetResult[] = []
+  const root = find(cells, 'root', 'bare')
+
+  const list100 = ratio(find(cells, 'list-100', engine), root)
+  results.push({ target: `GET list, 100 entries, ${engine} ≥ 0.45 × bare Fastify GET /`, measured: x(list100), met: list100 === undefined ? undefined : list100 >= 0.45 })
+  const patch = ratio(find(cells, 'patch', engine), root)
+  results.push({ target: `PATCH, ${engine} ≥ 0.55 × bare Fastify GET /`, measured: x(patch), met: patch === undefined ? undefined : patch >= 0.55 })
+
+  for (const workload of ['list-100', 'list-10k', 'list-100k', 'list-100k-1c', 'patch', 'get-pet']) {
+    const r = ratio(find(cells, workload, engine), find(cells, workload, 'express'))
+    if (r === undefined) continue
+    results.push({ target: `${workload}: ${engine} ≥ 5 × the Express peer`, measured: x(r), met: r >= 5 })
+  }
+
+  const list10k = ratio(find(cells, 'list-10k', engine), find(cells, 'list-10k', 'bare'))
+  results.push({ target: `GET list, 10,000 entries, ${engine} ≥ 0.5 × bare Fastify sending the same bytes`, measured: x(list10k), met: list10k === undefined ? undefined : list10k >= 0.5 })
+
+  const one = find(cells, 'list-100k-1c', engine)
+  if (one === undefined) {
+    results.push({ target: `GET list, 100,000 entries, one connection, ${engine}: p50 ≤ 40 ms`, measured: 'not measured', met: undefined })
+    results.push({ target: `GET list, 100,000 entries, one connection, ${engine}: peak RSS ≤ 200 MiB`, measured: 'not measured', met: undefined })
+  } else {
+    const s = summarize(one)
+    results.push({ target: `GET list, 100,000 entries, one connection, ${engine}: p50 ≤ 40 ms`, measured: `${s.p50.toFixed(1)} ms`, met: s.p50 <= 40 })
+    results.push({ target: `GET list, 100,000 entries, one connection, ${engine}: peak RSS ≤ 200 MiB`, measured: mib(s.peakRss), met: s.peakRss === undefined ? undefined : s.peakRss <= 200 * 2 ** 20 })
+  }
+
+  const service = cells.filter((c) => c.config === engine)
+  if (service.length > 0) {
+    const errors = service.reduce((n, c) => n + summarize(c).errors, 0)
+    results.push({ target: `zero errors under load (${engine}, every workload)`, measured: `${errors} errors`, met: errors === 0 })
+    const loaded = service.filter((c) => c.connections === 50).map(summarize)
+    const worst = loaded.reduce<CellSummary | undefined>((w, s) => (w === undefined || s.p99 / s.p50 > w.p99 / w.p50) ? s : w, undefined)
+    if (worst !== undefined) {
+      results.push({
+        target: `p99 within 3 × p50 at 50 connections (${engine}, worst workload)`,
+        measured: `${(worst.p99 / worst.p50).toFixed(2)} × (${worst.workload}: p50 ${worst.p50.toFixed(2)} ms, p99 ${worst.p99.toFixed(2)} ms)`,
+        met: worst.p99 <= 3 * worst.p50
+      })
+    }
+  }
+  return results
+}
+
+function pad (rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+  return rows.map((r) => r.map((c, i) => i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  ')).join('\n')
+}
+
+const tableHeader = ['workload', 'configuration', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS', 'server CPU', 'CPU µs/req', 'other CPU']
+
+function tableRows (cells: Cell[]): string[][] {
+  return cells.map((c) => {
+    const s = summarize(c)
+    return [
+      c.workloadTitle,
+      configTitles[c.config],
+      String(c.connections),
+      s.rps >= 100 ? s.rps.toFixed(0) : s.rps.toFixed(1),
+      s.p50.toFixed(2),
+      s.p99.toFixed(2),
+      String(s.errors),
+      mib(s.peakRss),
+      `${(s.serverCpu * 100).toFixed(0)}%`,
+      s.cpuPerRequest.toFixed(0),
+      s.otherCpu.toFixed(2)
+    ]
+  })
+}
+
+export const textTable = (cells: Cell[]) => pad([tableHeader, ...tableRows(cells)])
+
+export function markdownTable (cells: Cell[]): string {
+  const rows = tableRows(cells)
+  const align = tableHeader.map((_, i) => i < 2 ? '---' : '---:')
+  return [tableHeader, align, ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n')
+}
+
+export function targetLines (targets: TargetResult[]): string[] {
+  return targets.map((t) => `${t.met === undefined ? '—' : t.met ? 'met' : 'NOT met'}: ${t.target}: ${t.measured}`)
+}
+
+export function markdownTargets (targets: TargetResult[]): string {
+  return ['| target | measured | met |', '|---|---|---|',
+    ...targets.map((t) => `| ${t.target} | ${t.measured} | ${t.met === undefined ? '—' : t.met ? 'yes' : '**no**'} |`)].join('\n')
+}

@@ -1,0 +1,103 @@
+/** Starts each configuration as its own server process, pinned to one core, and stops it. */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { cpuSeconds } from './proc.js'
+
+export interface ServerHandle {
+  name: string
+  pid: number
+  baseUrl: string
+  logFile: string
+  child: ChildProcess
+  stop (): Promise<void>
+}
+
+export interface StartOptions {
+  name: string
+  /** A TypeScript entry point, run through tsx. */
+  entry: string
+  env: Record<string, string>
+  cwd: string
+  logDir: string
+  /** Core to pin the process to (taskset -c); undefined: no pinning. */
+  core: number | undefined
+  /** Directory for --cpu-prof output, when profiling. */
+  cpuProfileDir?: string | undefined
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const address = server.address()
+  server.close()
+  await once(server, 'close')
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return address.port
+}
+
+export async function startServer (options: StartOptions): Promise<ServerHandle> {
+  const port = await freePort()
+  const nodeArgs = ['--import', 'tsx']
+  if (options.cpuProfileDir !== undefined) {
+    mkdirSync(options.cpuProfileDir, { recursive: true })
+    nodeArgs.push('--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir)
+  }
+  nodeArgs.push(options.entry)
+  const logFile = join(options.logDir, `${options.name}.log`)
+  const log = openSync(logFile, 'w')
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, PORT: String(port), HOST: '127.0.0.1' }
+  // taskset execs node, so the pid is the server's own.
+  const child = options.core === undefined
+    ? spawn(process.execPath, nodeArgs, { cwd: options.cwd, env, stdio: ['ignore', log, log] })
+    : spawn('taskset', ['-c', String(options.core), process.execPath, ...nodeArgs], { cwd: options.cwd, env, stdio: ['ignore', log, log] })
+  closeSync(log)
+  const exited = once(child, 'exit')
+  const baseUrl = `http://127.0.0.1:${port}`
+
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${options.name} exited before it was ready; see ${logFile}`)
+    try {
+      const res = await fetch(`${baseUrl}/healthz`)
+      if (res.ok) break
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`${options.name} did not answer /healthz within 60 s; see ${logFile}`)
+    }
+    await sleep(100)
+  }
+
+  return {
+    name: options.name,
+    pid: child.pid!,
+    baseUrl,
+    logFile,
+    child,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGTERM')
+      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      await exited
+      clearTimeout(killer)
+    }
+  }
+}
+
+/** Waits until a server has finished the work a run left queued (its CPU use falls off). */
+export async function waitIdle (pid: number, maxMs = 30_000): Promise<void> {
+  const deadline = Date.now() + maxMs
+  let last = cpuSeconds(pid)
+  while (Date.now() < deadline) {
+    await sleep(200)
+    const now = cpuSeconds(pid)
+    if (now === undefined || last === undefined) return
+    if (now - last < 0.02) return
+    last = now
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Summarises V8 CPU profiles (from `npm run bench -- --profile`, or node --cpu-prof):
+ * self time by module/package, the top functions by self time, and the top functions by total
+ * (inclusive) time, from the first request on. Usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [--top N]
+ */
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+
+interface CallFrame { functionName: string, url: string, lineNumber: number }
+interface ProfileNode { id: number, callFrame: CallFrame, children?: number[] }
+interface Profile { nodes: ProfileNode[], samples: number[], timeDeltas: number[], startTime: number, endTime: number }
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } })
+const top = Number(values.top)
+
+function where (frame: CallFrame): string {
+  const url = frame.url
+  if (url === '') return frame.functionName.startsWith('(') ? frame.functionName : '(native)'
+  const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
+  if (nm) return nm[1]!
+  if (url.startsWith('node:')) return url
+  const project = /\/(src|handlers|bench)\/(.+)$/.exec(url)
+  return project ? `${project[1]}/${project[2]}` : url
+}
+
+const label = (f: CallFrame) => `${f.functionName || '(anonymous)'} ${where(f)}:${f.lineNumber + 1}`
+
+for (const file of positionals) {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const parent = new Map<number, number>()
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+
+  // Start-up (module loading, schema compilation) is left out: counting starts at the first
+  // sample taken while an HTTP request was being parsed.
+  const servingRequest = (id: number) => {
+    for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) {
+      if (byId.get(n)!.callFrame.functionName === 'parserOnHeadersComplete') return true
+    }
+    return false
+  }
+  const first = Math.max(0, profile.samples.findIndex(servingRequest))
+  const selfTime = new Map<number, number>()
+  profile.samples.forEach((id, i) => { if (i >= first) selfTime.set(id, (selfTime.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)) })
+  const total = [...selfTime.values()].reduce((a, b) => a + b, 0)
+  const idle = [...selfTime].filter(([id]) => byId.get(id)!.callFrame.functionName === '(idle)').reduce((a, [, t]) => a + t, 0)
+  const busy = total - idle
+
+  const bySelf = new Map<string, number>()
+  const byModule = new Map<string, number>()
+  const inclusive = new Map<string, number>()
+  for (const [id, t] of selfTime) {
+    const frame = byId.get(id)!.callFrame
+    if (frame.functionName === '(idle)') continue
+    bySelf.set(label(frame), (bySelf.get(label(frame)) ?? 0) + t)
+    byModule.set(where(frame), (byModule.get(where(frame)) ?? 0) + t)
+    // Charge the sample to every distinct function on its stack once.
+    const seen = new Set<string>()
+    for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) {
+      const l = label(byId.get(n)!.callFrame)
+      if (seen.has(l)) continue
+      seen.add(l)
+      inclusive.set(l, (inclusive.get(l) ?? 0) + t)
+    }
+  }
+  const pct = (t: number) => `${(100 * t / busy).toFixed(1).padStart(5)}%`
+  const list = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, t]) => `  ${pct(t)}  ${k}`).join('\n')
+
+  console.log(`${file}\n  busy ${(busy / 1000).toFixed(0)} ms of ${(total / 1000).toFixed(0)} ms sampled (percentages are of busy time)`)
+  console.log(`\nSelf time by module:\n${list(byModule, top)}`)
+  console.log(`\nTop functions by self time:\n${list(bySelf, top)}`)
+  console.log(`\nTop functions by total time:\n${list(inclusive, top)}\n`)
+}

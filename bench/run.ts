@@ -1,0 +1,345 @@
+/**
+ * npm run bench [-- --quick] — issue 5's benchmark.
+ *
+ * Every configuration runs as a real server process pinned to core 0; the load generator (wrk
+ * when /usr/bin/wrk exists, else autocannon in this process) runs on core 1. After a warm-up the
+ * configurations are measured interleaved, round after round (A B C A B C …), so every ratio
+ * compares figures taken minutes apart at most, under the same conditions.
+ *
+ * Options: --quick (1 short round, results in bench/out/), --rounds N, --duration S, --warmup S,
+ * --only w1,w2 (workloads), --configs c1,c2, --generator wrk|autocannon, --profile (service
+ * processes run with --cpu-prof; profiles land in bench/out/profiles/).
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { parseArgs } from 'node:util'
+import { projectRoot } from '../src/paths.js'
+import { createPostgresDatabase, dropPostgresDatabase, postgresUnavailable, redact, seedDatabase } from './lib/datasets.js'
+import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
+import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes } from './lib/proc.js'
+import { type Cell, type ConfigId, configTitles, evaluateTargets, markdownTable, markdownTargets, summarize, targetLines, textTable } from './lib/report.js'
+import { type ServerHandle, startServer, waitIdle } from './lib/servers.js'
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    only: { type: 'string' },
+    configs: { type: 'string' },
+    generator: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false }
+  }
+})
+if (args.help) {
+  console.log('usage: npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile]')
+  process.exit(0)
+}
+
+const quick = args.quick
+const rounds = Number(args.rounds ?? (quick ? 1 : 3))
+const durationSec = Number(args.duration ?? (quick ? 2 : 6))
+const warmupSec = Number(args.warmup ?? (quick ? 1 : 2))
+const generator = (args.generator ?? defaultGenerator()) as Generator
+if (generator !== 'wrk' && generator !== 'autocannon') throw new Error('--generator must be wrk or autocannon')
+const adminPgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+const benchDir = join(projectRoot, 'bench')
+const outDir = join(benchDir, 'out')
+// A quick run (CI, development) writes nothing outside bench/out/, which git ignores.
+const resultsDir = quick || args.only !== undefined || args.configs !== undefined ? outDir : benchDir
+mkdirSync(outDir, { recursive: true })
+const logDir = join(outDir, 'logs')
+mkdirSync(logDir, { recursive: true })
+
+// ---- Workloads ------------------------------------------------------------------------------
+
+interface Workload {
+  id: string
+  title: string
+  connections: number
+  /** Entries in the dataset it runs on; undefined for the bare ceiling. */
+  size: number | undefined
+  configs: ConfigId[]
+  /** What the service and the peer are asked. */
+  requests: RequestTemplate[]
+  /** What bare Fastify is asked instead, for the ceiling of the same workload. */
+  barePath?: string
+}
+
+const listRequest: RequestTemplate[] = [{ method: 'GET', path: '/v1/inventory' }]
+const patchRequests: RequestTemplate[] = Array.from({ length: 1000 }, (_, i) => ({
+  method: 'PATCH',
+  path: `/v1/inventory/${(i % 100) + 1}`,
+  body: JSON.stringify({ quantity: (i * 7) % 1000 })
+}))
+const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => ({ method: 'GET', path: `/v1/pets/${i + 1}` }))
+const all: ConfigId[] = ['bare', 'sqlite', 'postgres', 'express']
+const services: ConfigId[] = ['sqlite', 'postgres', 'express']
+
+const allWorkloads: Workload[] = [
+  { id: 'root', title: 'GET / (ceiling)', connections: 50, size: undefined, configs: ['bare'], requests: [], barePath: '/' },
+  { id: 'list-100', title: 'GET list, 100', connections: 50, size: 100, configs: all, requests: listRequest, barePath: '/payload/list-100' },
+  { id: 'list-10k', title: 'GET list, 10,000', connections: 50, size: 10_000, configs: all, requests: listRequest, barePath: '/payload/list-10000' },
+  { id: 'list-100k', title: 'GET list, 100,000', connections: 10, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
+  { id: 'list-100k-1c', title: 'GET list, 100,000, 1 conn', connections: 1, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
+  { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: services, requests: patchRequests },
+  { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: services, requests: getPetRequests }
+]
+
+const onlyWorkloads = args.only?.split(',')
+const onlyConfigs = args.configs?.split(',') as ConfigId[] | undefined
+for (const w of onlyWorkloads ?? []) if (!allWorkloads.some((x) => x.id === w)) throw new Error(`unknown workload ${w}; known: ${allWorkloads.map((x) => x.id).join(', ')}`)
+for (const c of onlyConfigs ?? []) if (!all.includes(c)) throw new Error(`unknown configuration ${c}; known: ${all.join(', ')}`)
+
+// ---- Set-up ---------------------------------------------------------------------------------
+
+const twoCores = coreCount() >= 2 && hasTaskset()
+const serverCore = twoCores ? 0 : undefined
+const generatorCore = twoCores ? 1 : undefined
+if (twoCores) pinSelf(1)
+
+const scratch = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
+const servers = new Map<string, ServerHandle>()
+const pgDatabases: string[] = []
+let cleaned = false
+
+async function cleanup () {
+  if (cleaned) return
+  cleaned = true
+  await Promise.all([...servers.values()].map((s) => s.stop().catch(() => {})))
+  for (const name of pgDatabases) await dropPostgresDatabase(adminPgUrl, name).catch((e: Error) => console.error(`could not drop ${name}: ${e.message}`))
+  rmSync(scratch, { recursive: true, force: true })
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => { void cleanup().finally(() => process.exit(130)) })
+}
+
+const notes: string[] = []
+const note = (text: string) => { notes.push(text); console.log(`note: ${text}`) }
+
+const workloads = allWorkloads
+  .filter((w) => onlyWorkloads === undefined || onlyWorkloads.includes(w.id))
+  .map((w) => ({ ...w, configs: w.configs.filter((c) => onlyConfigs === undefined || onlyConfigs.includes(c)) }))
+  .filter((w) => w.configs.length > 0)
+
+let postgresSkipped: string | undefined
+if (workloads.some((w) => w.configs.includes('postgres'))) {
+  postgresSkipped = await postgresUnavailable(adminPgUrl)
+  if (postgresSkipped !== undefined) {
+    note(`PostgreSQL skipped: ${postgresSkipped}`)
+    for (const w of workloads) w.configs = w.configs.filter((c) => c !== 'postgres')
+  }
+}
+
+const sizes = [...new Set(workloads.filter((w) => w.size !== undefined && w.configs.some((c) => c !== 'bare')).map((w) => w.size!))]
+// The payload ceiling sends the service's own list bytes, so it needs the SQLite service too.
+for (const w of workloads) if (w.size !== undefined && w.configs.includes('bare') && !sizes.includes(w.size)) sizes.push(w.size)
+const needed = (config: ConfigId) => workloads.some((w) => w.configs.includes(config))
+
+const keys = new Map<string, string>()
+const serviceEnv = { SEED: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production' }
+const profileDir = args.profile ? join(outDir, 'profiles') : undefined
+const serviceEntry = join(projectRoot, 'src', 'server.ts')
+
+console.log(`Preparing ${sizes.map((s) => s.toLocaleString('en')).join(' / ')}-entry datasets in ${scratch}`)
+const starts: Promise<void>[] = []
+for (const size of sizes) {
+  const file = join(scratch, `service-${size}.db`)
+  const key = await seedDatabase(`sqlite:${file}`, size)
+  keys.set(`sqlite-${size}`, key)
+  keys.set(`express-${size}`, key)
+  const peerFile = join(scratch, `express-${size}.db`)
+  copyFileSync(file, peerFile)
+  starts.push(startServer({ name: `sqlite-${size}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: `sqlite:${file}` }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `sqlite-${size}`) })
+    .then((s) => { servers.set(s.name, s) }))
+  if (needed('express')) {
+    starts.push(startServer({ name: `express-${size}`, entry: join(benchDir, 'peers', 'express.ts'), env: { DATABASE_URL: `sqlite:${peerFile}`, NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore })
+      .then((s) => { servers.set(s.name, s) }))
+  }
+  if (needed('postgres')) {
+    const name = `petstore_bench_${process.pid}_${size}`
+    const url = await createPostgresDatabase(adminPgUrl, name)
+    pgDatabases.push(name)
+    keys.set(`postgres-${size}`, await seedDatabase(url, size))
+    starts.push(startServer({ name: `postgres-${size}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${size}`) })
+      .then((s) => { servers.set(s.name, s) }))
+  }
+}
+try {
+  await Promise.all(starts)
+} catch (error) {
+  await cleanup()
+  throw error
+}
+
+// The list bodies, as the SQLite service sends them: the payload ceiling sends the same bytes,
+// and the other configurations must send the same document.
+const payloadDir = join(scratch, 'payloads')
+mkdirSync(payloadDir)
+let limiterSeen: boolean | undefined
+for (const size of sizes) {
+  const get = async (config: string) => {
+    const server = servers.get(`${config}-${size}`)
+    if (server === undefined) return undefined
+    const res = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${keys.get(`${config}-${size}`)}` } })
+    const body = await res.text()
+    if (res.status !== 200) throw new Error(`${config}-${size}: GET /v1/inventory answered ${res.status}: ${body.slice(0, 300)}`)
+    if (config === 'sqlite') limiterSeen = res.headers.has('x-ratelimit-limit')
+    return body
+  }
+  const reference = await get('sqlite')
+  writeFileSync(join(payloadDir, `list-${size}`), reference!)
+  for (const config of ['postgres', 'express']) {
+    const body = await get(config)
+    if (body !== undefined && JSON.stringify(JSON.parse(body)) !== JSON.stringify(JSON.parse(reference!))) {
+      note(`${config}-${size} sends a different list than sqlite-${size} (${body.length} vs ${reference!.length} bytes)`)
+    }
+  }
+}
+if (limiterSeen === false) note('the service sent no X-RateLimit-* headers: the rate limiter is not active in this build')
+if (needed('bare')) {
+  const bare = await startServer({ name: 'bare', entry: join(benchDir, 'servers', 'bare.ts'), env: { PAYLOAD_DIR: payloadDir }, cwd: projectRoot, logDir, core: serverCore })
+  servers.set('bare', bare)
+}
+
+// ---- Measurement ----------------------------------------------------------------------------
+
+const serverFor = (w: Workload, config: ConfigId) => servers.get(config === 'bare' ? 'bare' : `${config}-${w.size ?? 100}`)!
+
+async function measure (w: Workload, config: ConfigId, seconds: number, round: number) {
+  const server = serverFor(w, config)
+  const requests: RequestTemplate[] = config === 'bare' ? [{ method: 'GET', path: w.barePath! }] : w.requests
+  const headers: Record<string, string> = config === 'bare' ? {} : { authorization: `Bearer ${keys.get(`${config}-${w.size ?? 100}`)}` }
+  if (requests.some((r) => r.body !== undefined)) headers['content-type'] = 'application/json'
+
+  await waitIdle(server.pid)
+  const resettable = resetPeakRss(server.pid)
+  let polledPeak = rssBytes(server.pid) ?? 0
+  const poller = setInterval(() => { polledPeak = Math.max(polledPeak, rssBytes(server.pid) ?? 0) }, 100)
+  const cpuBefore = cpuSeconds(server.pid) ?? 0
+  const machineBefore = machineJiffies()
+  const result = await runLoad(generator, {
+    baseUrl: server.baseUrl,
+    requests,
+    headers,
+    connections: w.connections,
+    durationSec: seconds,
+    timeoutSec: 30,
+    core: generatorCore,
+    scratchDir: scratch
+  })
+  clearInterval(poller)
+  const serverCpuSeconds = (cpuSeconds(server.pid) ?? cpuBefore) - cpuBefore
+  const machineAfter = machineJiffies()
+  const busyCores = coreCount() * (machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total)
+  const serverCpu = serverCpuSeconds / result.seconds
+  const generatorCpuShare = result.generatorCpu / result.seconds
+  const peakRss = resettable ? (peakRssBytes(server.pid) ?? polledPeak) : polledPeak
+  return { ...result, round, peakRss: peakRss || undefined, serverCpu, cpuPerRequest: serverCpuSeconds * 1e6 / Math.max(1, result.requests), otherCpu: Math.max(0, busyCores - serverCpu - generatorCpuShare) }
+}
+
+const cells: Cell[] = []
+for (const w of workloads) for (const config of w.configs) cells.push({ workload: w.id, workloadTitle: w.title, config, connections: w.connections, samples: [] })
+
+const cellCount = cells.length
+const estimate = cellCount * (warmupSec + rounds * durationSec)
+console.log(`${cellCount} measurements × ${rounds} round(s) of ${durationSec} s after ${warmupSec} s warm-up each, with ${generator}` +
+  `${twoCores ? ' (servers on core 0, generator on core 1)' : ' (no pinning: fewer than 2 cores or no taskset)'}: about ${Math.ceil(estimate / 60)} min`)
+
+const startedAt = new Date()
+const loadAverageBefore = (await import('node:os')).loadavg()
+try {
+  for (const w of workloads) {
+    for (const config of w.configs) {
+      process.stdout.write(`warm-up ${w.id} on ${config}…\r`)
+      await measure(w, config, warmupSec, 0)
+    }
+  }
+  for (let round = 1; round <= rounds; round++) {
+    for (const w of workloads) {
+      for (const config of w.configs) {
+        const sample = await measure(w, config, durationSec, round)
+        cells.find((c) => c.workload === w.id && c.config === config)!.samples.push(sample)
+        console.log(`round ${round}/${rounds} ${w.id.padEnd(13)} ${config.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p50 ${sample.p50.toFixed(2).padStart(7)} ms  p99 ${sample.p99.toFixed(2).padStart(7)} ms  errors ${sample.non2xx + sample.socketErrors}  server CPU ${(sample.serverCpu * 100).toFixed(0)}% ${sample.cpuPerRequest.toFixed(0)} µs/req`)
+      }
+    }
+  }
+} finally {
+  await cleanup()
+}
+const finishedAt = new Date()
+const loadAverageAfter = (await import('node:os')).loadavg()
+
+// ---- Report ---------------------------------------------------------------------------------
+
+const targets = evaluateTargets(cells, 'sqlite')
+const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres') : []
+const busy = cells.flatMap((c) => c.samples).map((s) => s.otherCpu)
+const maxOther = busy.length === 0 ? 0 : Math.max(...busy)
+if (maxOther > 0.2) note(`other processes kept up to ${maxOther.toFixed(2)} cores busy during some measurements: figures are noisy; rerun on a quiet machine`)
+
+const meta = {
+  date: startedAt.toISOString(),
+  durationMinutes: Number(((finishedAt.getTime() - startedAt.getTime()) / 60_000).toFixed(1)),
+  cpu: cpuModel(),
+  cores: coreCount(),
+  node: process.version,
+  generator,
+  pinned: twoCores,
+  mode: quick ? 'quick' : 'full',
+  rounds,
+  durationSec,
+  warmupSec,
+  logLevel: serviceEnv.LOG_LEVEL,
+  rateLimiterActive: limiterSeen,
+  postgres: postgresSkipped === undefined ? redact(adminPgUrl) : `skipped: ${postgresSkipped}`,
+  loadAverage: { before: loadAverageBefore, after: loadAverageAfter },
+  notes
+}
+
+console.log('\n' + textTable(cells))
+console.log('\nTargets of issue 5 (medians of per-round ratios):')
+for (const line of [...targetLines(targets), ...targetLines(pgTargets)]) console.log('  ' + line)
+for (const n of notes) console.log(`note: ${n}`)
+
+const command = quick ? 'npm run bench -- --quick' : `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
+const markdown = `# Benchmark results
+
+Written by \`${command}\` (bench/run.ts) on ${startedAt.toISOString()}; ${meta.mode} run, ${meta.durationMinutes} min.
+
+- CPU: ${meta.cpu}, ${meta.cores} cores${twoCores ? '; every server process pinned to core 0, the load generator to core 1' : '; no pinning'}
+- Node ${meta.node}; load generator: ${generator}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved
+- Service: \`src/server.ts\` with \`LOG_LEVEL=${serviceEnv.LOG_LEVEL}\`, \`NODE_ENV=production\`; one enterprise key whose limits never bind (the limiter still counts every request${limiterSeen === false ? ' — but this build had no limiter' : ''})
+- PostgreSQL: ${meta.postgres}
+- Load average before / after: ${loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}
+
+Figures are medians over rounds; errors are summed (non-2xx responses and socket errors).
+Peak RSS is the server process's high-water mark during the measurement. "server CPU" is the
+share of its core the server used (below ~95 % for bare Fastify means the load generator, not the
+server, was the limit); "CPU µs/req" is the server's CPU time per response, steadier than req/s
+on a busy machine; "other CPU" is cores used by anything else on the machine (noise).
+
+${markdownTable(cells)}
+
+## Targets of issue 5
+
+Ratios are medians of per-round ratios (both figures from the same round).
+
+${markdownTargets(targets)}
+${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}
+${notes.length > 0 ? '## Notes\n\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''}`
+
+mkdirSync(resultsDir, { recursive: true })
+writeFileSync(join(resultsDir, 'results.md'), markdown)
+writeFileSync(join(resultsDir, 'results.json'), JSON.stringify({
+  meta,
+  summary: cells.map(summarize),
+  targets,
+  postgresTargets: pgTargets,
+  cells: cells.map((c) => ({ ...c, configTitle: configTitles[c.config] }))
+}, null, 2) + '\n')
+console.log(`\nwrote ${relative(projectRoot, join(resultsDir, 'results.md'))} and results.json${profileDir ? `; CPU profiles in ${relative(projectRoot, profileDir)}` : ''}`)
