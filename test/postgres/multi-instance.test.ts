@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import t from 'tap'
+import { loadConfig } from '../../src/config.js'
+import { projectRoot } from '../../src/paths.js'
+import { runCli } from '../helpers/cli.js'
+import { createTestSchema } from '../helpers/postgres.js'
+import { type ServerProcess, startServer } from '../helpers/server-process.js'
+
+interface Item { petId: number, quantity: number, status: string }
+
+const REDIS_URL = 'redis://127.0.0.1:6379'
+// Shared rate limits need the Redis-backed limiter (src/plugins/rate-limit.ts with REDIS_KEY_PREFIX).
+const sharedRateLimits = existsSync(join(projectRoot, 'src', 'plugins', 'rate-limit.ts')) && 'redisKeyPrefix' in loadConfig({})
+
+async function createKey (databaseUrl: string, ...args: string[]): Promise<{ id: string, key: string }> {
+  const result = await runCli('keys', ['create', ...args, '--json'], { DATABASE_URL: databaseUrl })
+  if (result.code !== 0) throw new Error(`keys create failed: ${result.stderr}`)
+  return JSON.parse(result.stdout) as { id: string, key: string }
+}
+
+const call = (server: ServerProcess, key: string, path: string, init: RequestInit = {}) =>
+  fetch(`${server.baseUrl}/v1${path}`, { ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } })
+
+const patch = (server: ServerProcess, key: string, petId: number, quantity: number) =>
+  call(server, key, `/inventory/${petId}`, { method: 'PATCH', body: JSON.stringify({ quantity }) })
+
+const inventory = async (server: ServerProcess, key: string) => await (await call(server, key, '/inventory')).json() as Item[]
+
+t.test('two server processes on one PostgreSQL schema (and one Redis)', async (t) => {
+  const schema = await createTestSchema(t)
+  const databaseUrl = schema.url()
+  const env: Record<string, string> = { DATABASE_URL: databaseUrl, DATABASE_POOL_MAX: '4' }
+  if (sharedRateLimits) {
+    const prefix = `petstore-test:${randomBytes(6).toString('hex')}:`
+    Object.assign(env, { REDIS_URL, REDIS_KEY_PREFIX: prefix })
+    t.teardown(async () => {
+      const redis = new Redis(REDIS_URL)
+      const keys = await redis.keys(`${prefix}*`)
+      if (keys.length > 0) await redis.del(...keys)
+      redis.disconnect()
+    })
+  }
+  const a = await startServer(t, env)
+  const b = await startServer(t, env)
+  t.match(a.demoKey, /^psk_/, 'the first instance created the demo key')
+  t.equal(b.demoKey, undefined, 'the second found it in the shared database')
+
+  // Room to spare for the storage part: the rate limits are tested on their own below.
+  const { key } = await createKey(databaseUrl, '--plan', 'enterprise', '--per-minute', '100000', '--per-day', '1000000')
+
+  await t.test('shared inventory: a write on one instance is read on the other', async (t) => {
+    t.equal((await patch(a, key, 2, 42)).status, 200)
+    t.same((await inventory(b, key)).find((i) => i.petId === 2), { petId: 2, quantity: 42, status: 'available' })
+    t.equal((await patch(b, key, 2, 43)).status, 200)
+    t.equal((await inventory(a, key)).find((i) => i.petId === 2)?.quantity, 43)
+  })
+
+  await t.test('200 concurrent PATCHes of one pet across both processes', async (t) => {
+    const values = Array.from({ length: 200 }, (_, i) => 1000 + i)
+    const statuses = await Promise.all(values.map(async (quantity, i) => (await patch(i % 2 === 0 ? a : b, key, 4, quantity)).status))
+    t.equal(statuses.filter((s) => s === 200).length, 200, 'all succeeded')
+    const [onA, onB] = await Promise.all([inventory(a, key), inventory(b, key)])
+    const item = onA.find((i) => i.petId === 4)!
+    t.same(onB.find((i) => i.petId === 4), item, 'the same on both')
+    t.ok(values.includes(item.quantity), `final ${item.quantity} is one of the sent values`)
+  })
+
+  await t.test('a key revoked with the keys CLI is refused at once by both instances', async (t) => {
+    const free = await createKey(databaseUrl, '--plan', 'free', '--name', 'to revoke')
+    t.equal((await call(a, free.key, '/inventory')).status, 200)
+    t.equal((await call(b, free.key, '/inventory')).status, 200)
+    const revoked = await runCli('keys', ['revoke', free.id], { DATABASE_URL: databaseUrl })
+    t.equal(revoked.code, 0, revoked.stderr)
+    for (const server of [a, b]) {
+      const res = await call(server, free.key, '/inventory')
+      t.equal(res.status, 401, 'refused on the very next request')
+      t.equal((await res.json() as { code: string }).code, 'unauthorized')
+    }
+  })
+
+  await t.test('shared rate limits through Redis', { skip: sharedRateLimits ? false : 'src/plugins/rate-limit.ts with REDIS_KEY_PREFIX is not in this tree' }, async (t) => {
+    // The minute window is a fixed one: if the run straddles its end, start again with a new key.
+    let statuses: number[] = []
+    let remaining: string[] = []
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const free = await createKey(databaseUrl, '--plan', 'free', '--name', `limits ${attempt}`)
+      statuses = []
+      remaining = []
+      const resets = new Set<string>()
+      for (let i = 0; i < 70; i++) {
+        const res = await call(i < 35 ? a : b, free.key, '/inventory')
+        statuses.push(res.status)
+        remaining.push(res.headers.get('x-ratelimit-remaining') ?? '')
+        if (res.status === 200) resets.add(res.headers.get('x-ratelimit-reset') ?? '')
+      }
+      if (resets.size === 1) break
+      t.comment('the minute window ended during the run: once more')
+    }
+    t.equal(statuses.filter((s) => s === 200).length, 60, 'the free plan allows 60 a minute across both instances together')
+    t.same(statuses.slice(60), Array(10).fill(429), 'the rest are refused')
+    t.equal(remaining[34], '25', 'after 35 requests on A, 25 are left')
+    t.equal(remaining[35], '24', 'and B counts on from there')
+  })
+
+  t.equal(await a.stop(), 0, 'A stops cleanly')
+  t.equal(await b.stop(), 0, 'B stops cleanly')
+})
