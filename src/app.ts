@@ -56,8 +56,13 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
   // Only JSON bodies are accepted; anything else is 415 rather than a string that fails validation.
   app.removeContentTypeParser('text/plain')
   installJsonBodyParser(app)
+  // Once closing, a response ends its keep-alive connection: the requests in flight are drained,
+  // and the server does not then wait for idle clients (up to keepAliveTimeout) to go away.
+  let closing = false
+  app.addHook('preClose', async () => { closing = true })
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
+    if (closing) reply.header('connection', 'close')
     done(null, payload)
   })
 
