@@ -10,12 +10,27 @@ import { loadConfig } from '../config.js'
 import { loadDocument } from '../openapi/document.js'
 import { CatalogueError, readCatalogueFile } from '../store/catalogue.js'
 import { createStore } from '../store/create-store.js'
+import type { Catalogue, Store } from '../store/types.js'
 import { runCli, UsageError } from './run-cli.js'
 
 const usage = `Usage:
   db migrate
   db seed FILE.json
   db seed --synthetic N`
+
+/** Inventory and orders must name a pet of the file or of the database; say which entry does not. */
+async function checkPetReferences (store: Store, catalogue: Catalogue): Promise<void> {
+  const known = new Set((catalogue.pets ?? []).map((pet) => pet.id))
+  const references = [
+    ...(catalogue.inventory ?? []).map((item, i) => [`inventory/${i}`, item.petId] as const),
+    ...(catalogue.orders ?? []).map((order, i) => [`orders/${i}`, order.petId] as const)
+  ]
+  for (const [where, petId] of references) {
+    if (known.has(petId)) continue
+    if (await store.getPet(petId) === undefined) throw new CatalogueError(`catalogue/${where}/petId: no pet ${petId} in the file or in the database`)
+    known.add(petId)
+  }
+}
 
 await runCli(usage, async (argv) => {
   const [command, ...rest] = argv
@@ -39,6 +54,7 @@ await runCli(usage, async (argv) => {
       console.log(`created ${count} synthetic pets, each with an inventory entry`)
     } else {
       const catalogue = await readCatalogueFile(loadDocument(), positionals[0]!)
+      await checkPetReferences(store, catalogue)
       const counts = await store.importCatalogue(catalogue)
       console.log(`imported ${counts.pets} pets, ${counts.inventory} inventory entries, ${counts.orders} orders`)
     }

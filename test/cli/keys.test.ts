@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto'
+import { join } from 'node:path'
+import t from 'tap'
+import { buildTestApp, tempDir } from '../helpers/app.js'
+import { expectUnauthorized } from '../helpers/assertions.js'
+import { runCli } from '../helpers/cli.js'
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+type Created = { id: string, key: string, plan: string, name: string }
+
+function database (t: Parameters<typeof tempDir>[0]) {
+  const url = `sqlite:${join(tempDir(t), 'keys.db')}`
+  return { url, keys: (...args: string[]) => runCli('keys', args, { DATABASE_URL: url }) }
+}
+
+t.test('keys create --json prints exactly one JSON object, and the key works at once', async (t) => {
+  const db = database(t)
+  const res = await db.keys('create', '--plan', 'pro', '--name', 'Partner A', '--json')
+  t.equal(res.code, 0, 'exit 0')
+  t.equal(res.stderr, '', 'nothing on stderr')
+  t.equal(res.stdout.split('\n').filter((l) => l !== '').length, 1, 'one line on stdout')
+  const created = JSON.parse(res.stdout) as Created
+  t.same(Object.keys(created).sort(), ['id', 'key', 'name', 'plan'], 'exactly {id, key, plan, name}')
+  t.match(created, { plan: 'pro', name: 'Partner A' })
+  t.match(created.key, /^psk_[A-Za-z0-9_-]{43}$/, 'psk_ + base64url of 32 bytes')
+  t.type(created.id, 'string')
+  t.not(created.id, created.key, 'the id is not the secret')
+
+  // An app on the same database accepts it (the server opens the file the CLI wrote).
+  const api = await buildTestApp(t, { env: { DATABASE_URL: db.url } })
+  const ok = await api.request({ method: 'GET', url: '/v1/inventory', headers: { authorization: `Bearer ${created.key}` } })
+  t.equal(ok.statusCode, 200, 'the new key is accepted')
+  t.match(await api.store.listApiKeys(), [{ id: created.id, plan: 'pro', name: 'Partner A', perMinute: null, perDay: null, revokedAt: null }])
+
+  const enterprise = await db.keys('create', '--plan', 'enterprise', '--per-minute', '5000', '--per-day', '2000000', '--json')
+  t.equal(enterprise.code, 0, 'an enterprise key with its own limits')
+  const ent = JSON.parse(enterprise.stdout) as Created
+  t.match(ent, { plan: 'enterprise', name: 'enterprise key' }, 'a default name')
+  t.match((await api.store.listApiKeys()).find((k) => k.id === ent.id), { perMinute: 5000, perDay: 2000000 }, 'its limits are stored')
+
+  const text = await db.keys('create', '--plan', 'business')
+  t.equal(text.code, 0, 'without --json')
+  const secret = /psk_[A-Za-z0-9_-]{43}/.exec(text.stdout)?.[0]
+  t.ok(secret, 'the text output shows the key once')
+  t.equal((await api.request({ method: 'GET', url: '/v1/store/orders', headers: { authorization: `Bearer ${secret}` } })).statusCode, 200, 'and it works')
+})
+
+t.test('keys list (text and --json) never prints a secret or a hash', async (t) => {
+  const db = database(t)
+  const created: Created[] = []
+  for (const args of [['--plan', 'free', '--name', 'alpha'], ['--plan', 'enterprise', '--name', 'beta', '--per-minute', '10', '--per-day', '100']]) {
+    created.push(JSON.parse((await db.keys('create', ...args, '--json')).stdout) as Created)
+  }
+  t.equal((await db.keys('revoke', created[0]!.id)).code, 0)
+  const secrets = created.flatMap((c) => [c.key, c.key.slice(4), sha256(c.key)])
+
+  const text = await db.keys('list')
+  t.equal(text.code, 0)
+  for (const c of created) t.match(text.stdout, c.id, `lists ${c.id}`)
+  t.match(text.stdout, /alpha.*free.*revoked/, 'the revoked key is shown as revoked')
+  t.match(text.stdout, /beta.*enterprise.*10\/min 100\/day.*active/, 'the enterprise key with its limits, active')
+
+  const json = await db.keys('list', '--json')
+  t.equal(json.code, 0)
+  const list = JSON.parse(json.stdout) as Record<string, unknown>[]
+  t.equal(list.length, 2)
+  t.match(list, [{ id: created[0]!.id, name: 'alpha', plan: 'free' }, { id: created[1]!.id, name: 'beta', plan: 'enterprise', perMinute: 10, perDay: 100, revokedAt: null }])
+  t.type(list[0]!.revokedAt, 'string', 'revokedAt is set on the revoked key')
+  for (const entry of list) t.notOk(Object.keys(entry).some((k) => /key|hash|secret/i.test(k)), `no secret-like field in ${Object.keys(entry).join(', ')}`)
+
+  for (const out of [text.stdout, json.stdout, text.stderr, json.stderr]) {
+    for (const secret of secrets) if (out.includes(secret)) t.fail('a secret or a hash was printed')
+  }
+  t.pass('no secret or hash in any output')
+
+})
+
+t.test('keys revoke makes the key fail at once against a running app on that database', async (t) => {
+  const db = database(t)
+  const victim = JSON.parse((await db.keys('create', '--plan', 'free', '--json')).stdout) as Created
+  const other = JSON.parse((await db.keys('create', '--plan', 'free', '--json')).stdout) as Created
+  const api = await buildTestApp(t, { env: { DATABASE_URL: db.url } })
+  const call = (key: string) => api.request({ method: 'GET', url: '/v1/inventory', headers: { authorization: `Bearer ${key}` } })
+  t.equal((await call(victim.key)).statusCode, 200, 'accepted before')
+
+  const revoked = await db.keys('revoke', victim.id)
+  t.equal(revoked.code, 0, 'exit 0')
+  t.match(revoked.stdout, victim.id, 'names the key')
+  t.notMatch(revoked.stdout, victim.key)
+  expectUnauthorized(t, await call(victim.key), 'the very next request')
+  t.equal((await call(other.key)).statusCode, 200, 'other keys are untouched')
+})
+
+t.test('bad usage: non-zero exit, a one-line error, nothing created', async (t) => {
+  const db = database(t)
+  const cases: [string[], RegExp][] = [
+    [['create', '--plan', 'gold'], /--plan must be one of free, pro, business, enterprise/],
+    [['create', '--plan', 'enterprise'], /enterprise key needs its own --per-minute and --per-day/],
+    [['create', '--plan', 'enterprise', '--per-minute', '0', '--per-day', '10'], /--per-minute must be a whole number/],
+    [['create', '--plan', 'free', '--per-minute', '5', '--per-day', '100'], /only for enterprise/],
+    [['create', '--plan', 'free', '--colour', 'red'], /colour/],
+    [['frobnicate'], /unknown command frobnicate/],
+    [['revoke', 'key_0000000000000000'], /no key with id key_0000000000000000/]
+  ]
+  for (const [args, message] of cases) {
+    const label = `keys ${args.join(' ')}`.trim()
+    const res = await db.keys(...args)
+    t.not(res.code, 0, `${label}: non-zero exit`)
+    t.equal(res.stdout, '', `${label}: nothing on stdout`)
+    const first = res.stderr.split('\n')[0]!
+    t.match(first, /^error: /, `${label}: starts with error:`)
+    t.match(first, message, `${label}: ${first}`)
+    t.notMatch(res.stderr, /\bat .+:\d+:\d+|node:internal/, `${label}: no stack trace`)
+  }
+  t.same(JSON.parse((await db.keys('list', '--json')).stdout), [], 'no key was created by any of them (an empty list is [])')
+
+  const badUrl = await runCli('keys', ['list'], { DATABASE_URL: 'mysql://x' })
+  t.not(badUrl.code, 0, 'a bad DATABASE_URL: non-zero exit')
+  t.equal(badUrl.stderr.trim().split('\n').length, 1, 'one line')
+  t.match(badUrl.stderr, /DATABASE_URL/, 'naming the variable')
+})
