@@ -40,7 +40,7 @@ const envSchema = {
     DATABASE_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://.+' },
     REDIS_KEY_PREFIX: { type: 'string', minLength: 1, maxLength: 200, default: 'petstore:ratelimit:' },
-    REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 250 },
+    REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 500 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$', default: 'http://127.0.0.1:3000' },
     SEED: { type: 'string', enum: ['true', 'false'], default: 'true' },

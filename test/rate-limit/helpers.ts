@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import type { Response as InjectResponse } from 'light-my-request'
+import { buildTestApp, tempDir, type Teardown, type TestApp, type TestAppOptions } from '../helpers/app.js'
+
+/** The machine's shared Redis (`.ci/run` keeps one running). Tests use their own key prefix. */
+export const REDIS_PORT = 6379
+export const REDIS_URL = `redis://127.0.0.1:${REDIS_PORT}`
+
+export type StoreKind = 'memory' | 'redis'
+export const storeKinds: readonly StoreKind[] = ['memory', 'redis']
+
+let redisReachable: Promise<boolean> | undefined
+/** Whether the shared Redis answers; the Redis variants are skipped (saying why) when it does not. */
+export function redisAvailable (): Promise<boolean> {
+  redisReachable ??= (async () => {
+    const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    client.on('error', () => {})
+    try {
+      await client.connect()
+      await client.ping()
+      return true
+    } catch {
+      return false
+    } finally {
+      client.disconnect()
+    }
+  })()
+  return redisReachable
+}
+
+export const REDIS_SKIP = `Redis is not reachable at ${REDIS_URL} (start it, as .ci/run does, to run the shared-store tests)`
+
+/** A random key prefix, whose keys are deleted when the test ends. */
+export function redisPrefix (t: Teardown): string {
+  const prefix = `petstore-test:${randomUUID()}:`
+  t.teardown(async () => {
+    const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 0 })
+    client.on('error', () => {})
+    try {
+      let cursor = '0'
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
+        if (keys.length > 0) await client.del(...keys)
+        cursor = next
+      } while (cursor !== '0')
+    } finally {
+      client.disconnect()
+    }
+  })
+  return prefix
+}
+
+/** A clock the test moves: rate-limit windows and bans follow it, nothing sleeps. */
+export interface TestClock {
+  now: () => number
+  set (ms: number): void
+  advance (ms: number): void
+}
+
+/** 2026-05-04 12:00:20 UTC: before getPetById's sunset, 40 s before a minute ends. */
+export const START = Date.UTC(2026, 4, 4, 12, 0, 20)
+
+export function testClock (start = START): TestClock {
+  let current = start
+  return { now: () => current, set: (ms) => { current = ms }, advance: (ms) => { current += ms } }
+}
+
+export const minuteEnd = (ms: number) => Math.floor(ms / 60_000) * 60_000 + 60_000
+export const dayEnd = (ms: number) => Math.floor(ms / 86_400_000) * 86_400_000 + 86_400_000
+
+export interface LimitedAppOptions extends TestAppOptions {
+  clock: TestClock
+  /** Redis key prefix to share between instances; a fresh one when absent. */
+  prefix?: string
+  /** A SQLite file to share between instances (so they know the same keys). */
+  databaseFile?: string
+}
+
+/** A test app with the rate limits on the given store, on the test's clock. */
+export async function limitedApp (t: Teardown, kind: StoreKind, options: LimitedAppOptions): Promise<TestApp> {
+  const { clock, prefix, databaseFile, env, ...rest } = options
+  // A generous command timeout: on a loaded test machine the event loop can stall past the
+  // production bound, and a timed-out command is served unlimited (fail open), which would make
+  // the exact counts flaky. The outage tests set their own short one.
+  const storeEnv: Record<string, string> = kind === 'redis'
+    ? { REDIS_URL, REDIS_KEY_PREFIX: prefix ?? redisPrefix(t), REDIS_COMMAND_TIMEOUT_MS: '5000' }
+    : {}
+  const databaseEnv: Record<string, string> = databaseFile === undefined ? {} : { DATABASE_URL: `sqlite:${databaseFile}` }
+  return buildTestApp(t, { ...rest, database: 'sqlite', now: clock.now, env: { ...storeEnv, ...databaseEnv, ...env } })
+}
+
+/** A SQLite file in a throwaway directory, for instances that must share their keys. */
+export const sharedDatabaseFile = (t: Teardown) => join(tempDir(t), 'shared.db')
+
+export interface RateLimitHeaders {
+  limit: number
+  remaining: number
+  /** Unix seconds. */
+  reset: number
+  /** Seconds; undefined when absent. */
+  retryAfter: number | undefined
+}
+
+/** The rate-limit headers of a response, as numbers (NaN when one is missing). */
+export function limitHeaders (res: InjectResponse): RateLimitHeaders {
+  const header = (name: string) => res.headers[name] === undefined ? Number.NaN : Number(res.headers[name])
+  return {
+    limit: header('x-ratelimit-limit'),
+    remaining: header('x-ratelimit-remaining'),
+    reset: header('x-ratelimit-reset'),
+    retryAfter: res.headers['retry-after'] === undefined ? undefined : Number(res.headers['retry-after'])
+  }
+}
+
+export const seconds = (ms: number) => ms / 1000
+
+/** GET /v1/inventory with these headers, through the contract-checking request(). */
+export function listInventory (api: TestApp, headers: Record<string, string>, extra: { remoteAddress?: string } = {}): Promise<InjectResponse> {
+  return api.request({ method: 'GET', url: '/v1/inventory', headers, ...extra })
+}
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
+
+/** Resolves after `ms` milliseconds (for waiting on a reconnection, never on a rate-limit window). */
+export const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

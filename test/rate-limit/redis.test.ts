@@ -1,0 +1,134 @@
+/**
+ * The shared store: instances on one Redis count together and share bans, the counts outlive an
+ * instance, and an unreachable Redis is served through (fail open), reported by /readyz and
+ * logged once per outage. The outage is a TCP proxy being cut, never the real Redis stopping.
+ */
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { expectError } from '../helpers/assertions.js'
+import { document } from '../helpers/contract.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import {
+  bearer, limitedApp, limitHeaders, listInventory, minuteEnd, pause, REDIS_PORT, REDIS_SKIP, redisAvailable, redisPrefix, seconds,
+  sharedDatabaseFile, START, testClock
+} from './helpers.js'
+
+const free = document.plans.free!
+const redisUp = await redisAvailable()
+
+/** A pino destination that keeps every log line, to count warnings. */
+function logCollector () {
+  const lines: { level: number, msg: string }[] = []
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line) as { level: number, msg: string })
+      done()
+    }
+  })
+  return { lines, logger: { level: 'info', stream } }
+}
+
+const WARN = 40
+const outageWarnings = (lines: { level: number, msg: string }[]) => lines.filter((l) => l.level === WARN && /rate-limit store unreachable/.test(l.msg))
+
+t.test('two instances on one Redis count together, exactly, and share bans', { skip: !redisUp && REDIS_SKIP }, async (t) => {
+  const clock = testClock()
+  const shared = { clock, prefix: redisPrefix(t), databaseFile: sharedDatabaseFile(t) }
+  const a = await limitedApp(t, 'redis', shared)
+  const b = await limitedApp(t, 'redis', shared)
+  const auth = bearer(await a.createKey('free'))
+  const banAfter = a.config.rateLimitBanAfter
+
+  // Every request at once, alternating between the instances.
+  const results = await Promise.all(Array.from({ length: free.perMinute + banAfter }, (_, i) => listInventory(i % 2 === 0 ? a : b, auth)))
+  const served = results.filter((r) => r.statusCode === 200)
+  t.equal(served.length, free.perMinute, `exactly ${free.perMinute} served between the two`)
+  t.same(served.map((r) => limitHeaders(r).remaining).sort((x, y) => x - y), Array.from({ length: free.perMinute }, (_, i) => i), 'each Remaining from 59 to 0 exactly once')
+  const servedBy = (parity: number) => results.filter((r, i) => i % 2 === parity && r.statusCode === 200).length
+  t.ok(servedBy(0) > 0 && servedBy(1) > 0, `both instances served some (A ${servedBy(0)}, B ${servedBy(1)})`)
+  const refused = results.filter((r) => r.statusCode !== 200)
+  t.equal(refused.length, banAfter)
+  for (const res of refused) expectError(t, res, 429, 'rate_limited')
+
+  const banned = await listInventory(a, auth)
+  expectError(t, banned, 429, 'api_key_banned', 'the next request, on A, starts the ban')
+  const onB = await listInventory(b, auth)
+  expectError(t, onB, 429, 'api_key_banned', 'and B refuses the key as well')
+  t.equal(limitHeaders(onB).retryAfter, a.config.rateLimitBanSeconds)
+  t.equal(limitHeaders(onB).reset, limitHeaders(banned).reset, 'the same ban end on both')
+})
+
+t.test('the counts and bans outlive an instance', { skip: !redisUp && REDIS_SKIP }, async (t) => {
+  const clock = testClock()
+  const shared = { clock, prefix: redisPrefix(t), databaseFile: sharedDatabaseFile(t) }
+  const first = await limitedApp(t, 'redis', { ...shared, env: { RATE_LIMIT_BAN_AFTER: '1' } })
+  const counted = bearer(await first.createKey('free'))
+  const abusive = bearer(await first.createKey('enterprise', { perMinute: 1, perDay: 100 }))
+  for (let i = 0; i < 30; i++) await listInventory(first, counted)
+  for (let i = 0; i < 3; i++) await listInventory(first, abusive)
+  expectError(t, await listInventory(first, abusive), 429, 'api_key_banned')
+  await first.app.close()
+
+  const second = await limitedApp(t, 'redis', { ...shared, env: { RATE_LIMIT_BAN_AFTER: '1' } })
+  const res = await listInventory(second, counted)
+  t.equal(res.statusCode, 200)
+  t.equal(limitHeaders(res).remaining, free.perMinute - 31, 'the new instance goes on from the count of the old one')
+  expectError(t, await listInventory(second, abusive), 429, 'api_key_banned', 'and keeps the ban')
+})
+
+t.test('Redis unreachable: served without limits, one warning per outage, /readyz 503; counting resumes', { skip: !redisUp && REDIS_SKIP }, async (t) => {
+  const clock = testClock()
+  const proxy = await startTcpProxy(t, REDIS_PORT)
+  const { lines, logger } = logCollector()
+  const api = await limitedApp(t, 'redis', { clock, logger, env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: '200' } })
+  const auth = bearer(await api.createKey('free'))
+  const readyz = () => api.request({ method: 'GET', url: '/readyz' })
+
+  for (let i = 1; i <= 3; i++) t.equal(limitHeaders(await listInventory(api, auth)).remaining, free.perMinute - i)
+  const ready = await readyz()
+  t.equal(ready.statusCode, 200)
+  t.equal(ready.json().checks['rate-limit-store'], 'ok', '/readyz checks the rate-limit store')
+
+  proxy.cut()
+  const during = []
+  for (let i = 0; i < free.perMinute + 20; i++) during.push(await listInventory(api, auth))
+  t.ok(during.every((r) => r.statusCode === 200), `all ${during.length} requests served during the outage, past the limit`)
+  t.same(limitHeaders(during.at(-1)!), { limit: free.perMinute, remaining: free.perMinute, reset: seconds(minuteEnd(START)), retryAfter: undefined }, 'headers still present: the whole allowance')
+  const notReady = await readyz()
+  expectError(t, notReady, 503, 'service_unavailable')
+  t.match(notReady.json().message, /rate-limit-store/, '/readyz names the rate-limit store')
+  t.equal(outageWarnings(lines).length, 1, 'one warning for the whole outage')
+
+  proxy.restore()
+  for (let waited = 0; waited < 10_000 && (await readyz()).statusCode !== 200; waited += 100) await pause(100)
+  t.equal((await readyz()).statusCode, 200, '/readyz is ready again once Redis is back')
+  const after = await listInventory(api, auth)
+  t.equal(limitHeaders(after).remaining, free.perMinute - 4, 'counting resumes where it stopped (requests during the outage were not counted)')
+  t.ok(lines.some((l) => /rate-limit store reachable again/.test(l.msg)), 'the recovery is logged')
+
+  proxy.cut()
+  await listInventory(api, auth)
+  await listInventory(api, auth)
+  t.equal(outageWarnings(lines).length, 2, 'a second outage warns again, once')
+  proxy.restore()
+})
+
+t.test('Redis unreachable at start: the service starts, serves and reports not ready', { skip: !redisUp && REDIS_SKIP }, async (t) => {
+  const proxy = await startTcpProxy(t, REDIS_PORT)
+  proxy.cut()
+  const { lines, logger } = logCollector()
+  const api = await limitedApp(t, 'redis', { clock: testClock(), logger, env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: '100' } })
+  const res = await listInventory(api, bearer(await api.createKey('free')))
+  t.equal(res.statusCode, 200, 'served (fail open)')
+  t.equal(limitHeaders(res).limit, free.perMinute)
+  expectError(t, await api.request({ method: 'GET', url: '/readyz' }), 503, 'service_unavailable')
+  t.equal(outageWarnings(lines).length, 1, 'one warning')
+  proxy.restore()
+})
+
+t.test('the memory store has no readiness check of its own', async (t) => {
+  const api = await limitedApp(t, 'memory', { clock: testClock() })
+  const res = await api.request({ method: 'GET', url: '/readyz' })
+  t.equal(res.statusCode, 200)
+  t.notOk('rate-limit-store' in res.json().checks, 'nothing to reach')
+})
