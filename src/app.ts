@@ -10,6 +10,7 @@ import api from './plugins/api.js'
 import docs from './plugins/docs.js'
 import errorHandling, { answerFrameworkError } from './plugins/error-handling.js'
 import health from './plugins/health.js'
+import securityHeaders from './plugins/security-headers.js'
 import storage from './plugins/storage.js'
 import type { Store } from './store/types.js'
 
@@ -67,6 +68,7 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
   })
 
   await app.register(errorHandling)
+  await app.register(securityHeaders)
   await app.register(storage, {
     databaseUrl: config.databaseUrl,
     storeOptions: { poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs },

@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import { stringify as toYaml } from 'yaml'
 import { type ApiDocument, documentForServing } from '../openapi/document.js'
+import { docsContentSecurityPolicy } from './security-headers.js'
 
 export interface DocsOptions {
   document: ApiDocument
@@ -28,7 +29,8 @@ export default async function docs (app: FastifyInstance, options: DocsOptions) 
       displayRequestDuration: true,
       tryItOutEnabled: false
     },
-    staticCSP: false
+    // Replaces the API's deny-all policy (security-headers.ts) on the docs page and its assets.
+    staticCSP: docsContentSecurityPolicy((served.servers ?? []) as Parameters<typeof docsContentSecurityPolicy>[0])
   })
 
   const hidden = { schema: { hide: true } }
