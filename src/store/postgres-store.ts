@@ -146,6 +146,8 @@ const sql = {
   countKeys: 'SELECT COUNT(*) AS n FROM api_keys'
 }
 
+const statementNames = new Map(Object.entries(sql).map(([name, text]) => [text, name]))
+
 /**
  * PostgreSQL through a pg Pool. Every request-path operation is one statement in autocommit, so
  * a 2xx means the write is committed. Getting a connection and running a statement are bounded
@@ -174,9 +176,11 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
   let closed = false
 
+  /** One statement in autocommit; the statements of `sql` are prepared once per connection, by name. */
   const query = async <R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> => {
     try {
-      return (await pool.query<R>(text, values)).rows
+      const name = statementNames.get(text)
+      return (await pool.query<R>(name === undefined ? { text, values: values ?? [] } : { name, text, values: values ?? [] })).rows
     } catch (error) {
       throw translate(error)
     }
