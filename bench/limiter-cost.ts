@@ -1,0 +1,151 @@
+/**
+ * What the rate limiter costs per request: GET /v1/inventory against the service built by
+ * buildApp with the limits off, on with the in-memory store, and on with Redis (when one answers
+ * at REDIS_URL, default redis://127.0.0.1:6379), all in the same run. Each configuration is its
+ * own server process (pinned to core 0 when taskset exists); autocannon runs here (core 1), in
+ * interleaved rounds so that background load falls on every configuration alike. The key is an
+ * enterprise key with limits no run reaches, so every response is a 200 that went through the
+ * whole limiter.
+ *
+ *   npx tsx bench/limiter-cost.ts [--duration 8] [--rounds 3] [--connections 16]
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import autocannon from 'autocannon'
+import { Redis } from 'ioredis'
+import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
+import { generateApiKey } from '../src/store/api-keys.js'
+
+type Variant = 'off' | 'memory' | 'redis'
+
+interface Served { port: number, key: string }
+
+/** Child mode: one server for one configuration; prints {port, key} once it listens. */
+async function serve (variant: Variant, databaseFile: string, redisUrl: string, redisPrefix: string): Promise<void> {
+  const config = loadConfig({
+    DATABASE_URL: `sqlite:${databaseFile}`,
+    LOG_LEVEL: 'warn',
+    ...(variant === 'redis' ? { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix } : {})
+  })
+  const app = await buildApp(config, { rateLimit: variant !== 'off', logger: false })
+  const key = generateApiKey()
+  await app.store.createApiKey({ id: key.id, name: 'bench', plan: 'enterprise', keyHash: key.hash, perMinute: 2_000_000_000, perDay: 2_000_000_000 })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  console.log(JSON.stringify({ port: address.port, key: key.secret } satisfies Served))
+  process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
+}
+
+const here = fileURLToPath(import.meta.url)
+const taskset = existsSync('/usr/bin/taskset')
+
+function startChild (variant: Variant, databaseFile: string, redisUrl: string, redisPrefix: string): Promise<{ child: ChildProcess } & Served> {
+  const args = ['--import', 'tsx', here, '--serve', variant, databaseFile, redisUrl, redisPrefix]
+  const child = taskset
+    ? spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${variant} server exited with ${String(code)}`)))
+    createInterface({ input: child.stdout! }).once('line', (line) => resolve({ child, ...JSON.parse(line) as Served }))
+  })
+}
+
+interface Run { rps: number, p50: number, p99: number, non2xx: number, errors: number }
+
+async function load (port: number, key: string, seconds: number, connections: number): Promise<Run> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/v1/inventory`,
+    headers: { authorization: `Bearer ${key}` },
+    connections,
+    duration: seconds
+  }) as unknown as { requests: { total: number }, duration: number, latency: { p50: number, p99: number }, non2xx: number, errors: number }
+  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors }
+}
+
+async function redisAnswers (url: string): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    await client.ping()
+    return true
+  } catch {
+    return false
+  } finally {
+    client.disconnect()
+  }
+}
+
+async function deleteKeys (url: string, prefix: string): Promise<void> {
+  const client = new Redis(url, { maxRetriesPerRequest: 0 })
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+    if (keys.length > 0) await client.del(...keys)
+    cursor = next
+  } while (cursor !== '0')
+  client.disconnect()
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+async function main (): Promise<void> {
+  const { values } = parseArgs({ options: { duration: { type: 'string', default: '8' }, rounds: { type: 'string', default: '3' }, connections: { type: 'string', default: '16' }, redis: { type: 'string', default: 'redis://127.0.0.1:6379' } } })
+  const seconds = Number(values.duration)
+  const rounds = Number(values.rounds)
+  const connections = Number(values.connections)
+  const redisUrl = values.redis
+  const redisPrefix = `petstore-bench:${randomUUID()}:`
+  if (taskset) execFileSync('taskset', ['-p', '-c', '1', String(process.pid)], { stdio: 'ignore' })
+
+  const variants: Variant[] = ['off', 'memory']
+  if (await redisAnswers(redisUrl)) variants.push('redis')
+  else console.log(`(Redis does not answer at ${redisUrl}: measuring off and memory only)`)
+
+  const dir = mkdtempSync(join(tmpdir(), 'limiter-cost-'))
+  const servers = new Map<Variant, { child: ChildProcess } & Served>()
+  try {
+    for (const variant of variants) servers.set(variant, await startChild(variant, join(dir, `${variant}.db`), redisUrl, redisPrefix))
+    for (const variant of variants) await load(servers.get(variant)!.port, servers.get(variant)!.key, 2, connections) // warm-up
+
+    const runs = new Map<Variant, Run[]>(variants.map((v) => [v, []]))
+    for (let round = 1; round <= rounds; round++) {
+      for (const variant of variants) {
+        const server = servers.get(variant)!
+        const run = await load(server.port, server.key, seconds, connections)
+        if (run.non2xx > 0 || run.errors > 0) throw new Error(`${variant}: ${run.non2xx} non-2xx, ${run.errors} errors`)
+        runs.get(variant)!.push(run)
+        console.log(`round ${round} ${variant.padEnd(6)} ${run.rps.toFixed(0)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms`)
+      }
+    }
+
+    const off = median(runs.get('off')!.map((r) => r.rps))
+    console.log(`\nGET /v1/inventory, ${connections} connections, ${rounds} × ${seconds} s per configuration${taskset ? ', server on core 0, autocannon on core 1' : ''}\n`)
+    console.log('| rate limits | req/s (median) | rounds | vs off | added per request |')
+    console.log('|---|---|---|---|---|')
+    for (const variant of variants) {
+      const all = runs.get(variant)!.map((r) => r.rps)
+      const rps = median(all)
+      const added = variant === 'off' ? '' : `${(1e6 / rps - 1e6 / off).toFixed(1)} µs`
+      console.log(`| ${variant} | ${rps.toFixed(0)} | ${all.map((r) => r.toFixed(0)).join(', ')} | ${variant === 'off' ? '' : `${(100 * (rps / off - 1)).toFixed(1)} %`} | ${added} |`)
+    }
+  } finally {
+    for (const { child } of servers.values()) child.kill('SIGTERM')
+    rmSync(dir, { recursive: true, force: true })
+    if (variants.includes('redis')) await deleteKeys(redisUrl, redisPrefix)
+  }
+}
+
+if (process.argv[2] === '--serve') {
+  await serve(process.argv[3] as Variant, process.argv[4]!, process.argv[5]!, process.argv[6]!)
+} else {
+  await main()
+}
