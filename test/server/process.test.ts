@@ -1,7 +1,10 @@
-import t from 'tap'
+import { type IncomingMessage, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import t from 'tap'
 import { tempDir } from '../helpers/app.js'
-import { startServer } from '../helpers/server-process.js'
+import { runCli } from '../helpers/cli.js'
+import { type ServerProcess, startServer } from '../helpers/server-process.js'
 
 t.test('a first start seeds the demo catalogue and prints one demo key; a restart keeps acknowledged writes', async (t) => {
   const databaseUrl = `sqlite:${join(tempDir(t), 'p.db')}`
@@ -19,4 +22,103 @@ t.test('a first start seeds the demo catalogue and prints one demo key; a restar
   t.equal(items.find((i) => i.petId === 2)?.quantity, 42, 'the acknowledged write survived kill -9')
   t.equal(items.length, 10, 'the demo catalogue was not loaded twice')
   t.equal(await second.stop('SIGTERM'), 0, 'SIGTERM closes cleanly with exit code 0')
+})
+
+/** Resolves once a log line matches, polling the lines the server has printed so far. */
+async function logLine (server: ServerProcess, test: (entry: Record<string, unknown>) => boolean, timeoutMs = 20_000): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const entry = server.logs.find(test)
+    if (entry) return entry
+    if (Date.now() > deadline) throw new Error('log line not seen; last lines:\n' + server.logs.slice(-5).map((l) => JSON.stringify(l)).join('\n'))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** A raw HTTP request whose body the test sends in parts, and whose answer it reads when it wants. */
+function rawRequest (port: number, method: string, path: string, headers: Record<string, string | number>) {
+  const req = httpRequest({ host: '127.0.0.1', port, method, path, headers })
+  const response = new Promise<IncomingMessage>((resolve, reject) => { req.on('response', resolve); req.on('error', reject) })
+  const body = async () => {
+    const res = await response
+    res.resume()
+    const chunks: Buffer[] = []
+    for await (const chunk of res) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString()
+  }
+  return { req, response, body }
+}
+
+t.test('SIGTERM drains in-flight requests, refuses new connections, then exits 0', async (t) => {
+  const dir = tempDir(t)
+  const databaseUrl = `sqlite:${join(dir, 'drain.db')}`
+  const seeded = await runCli('db', ['seed', '--synthetic', '50000'], { DATABASE_URL: databaseUrl })
+  t.equal(seeded.code, 0, 'a large inventory, so the list is a slow response')
+
+  const server = await startServer(t, { DATABASE_URL: databaseUrl })
+  const auth = { authorization: `Bearer ${server.demoKey}` }
+
+  // 1. A large list whose response the client does not read yet.
+  const list = rawRequest(server.port, 'GET', '/v1/inventory', { ...auth, 'x-request-id': 'drain-list' })
+  list.req.end()
+  const listResponse = await list.response
+  t.equal(listResponse.statusCode, 200, 'the list has started answering')
+  listResponse.pause()
+
+  // 2. An update whose body is only half sent.
+  const payload = JSON.stringify({ quantity: 1234 })
+  const update = rawRequest(server.port, 'PATCH', '/v1/inventory/7', { ...auth, 'content-type': 'application/json', 'content-length': payload.length, 'x-request-id': 'drain-update' })
+  update.req.write(payload.slice(0, 5))
+  await logLine(server, (l) => l.reqId === 'drain-update' && l.msg === 'incoming request')
+
+  server.child.kill('SIGTERM')
+  await logLine(server, (l) => String(l.msg).startsWith('draining in-flight requests'))
+  const refused = await fetch(`${server.baseUrl}/healthz`).then(() => 'answered', (error: Error & { cause?: { code?: string } }) => error.cause?.code ?? error.message)
+  t.equal(refused, 'ECONNREFUSED', 'no new connection is accepted while draining')
+
+  update.req.end(payload.slice(5))
+  const updated = await update.response
+  t.equal(updated.statusCode, 200, 'the half-sent update completes after SIGTERM')
+  t.same(JSON.parse(await update.body()), { petId: 7, quantity: 1234, status: 'available' })
+
+  const items = JSON.parse(await list.body()) as unknown[]
+  t.equal(items.length, 50000, 'the list is delivered in full')
+
+  t.equal(await server.stop(), 0, 'the process exits 0 once drained')
+  t.ok(server.logs.some((l) => l.reqId === 'drain-update' && l.msg === 'request completed'), 'JSON logs carry the request id')
+
+  const db = new Database(join(dir, 'drain.db'), { readonly: true })
+  t.teardown(() => db.close())
+  t.same(db.prepare('SELECT quantity FROM inventory WHERE pet_id = 7').get(), { quantity: 1234 }, 'the drained write is stored')
+})
+
+t.test('SEED=false starts with an empty inventory; the start-up line shows the docs address and the demo key', async (t) => {
+  const publicBaseUrl = 'http://petstore.test:8080'
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'empty.db')}`, SEED: 'false', PUBLIC_BASE_URL: publicBaseUrl })
+  const ready = server.logs.find((l) => String(l.msg).startsWith('Pet Store API ready'))!
+  t.match(ready.msg, `${publicBaseUrl}/docs`, 'the start-up line names the docs address')
+  t.match(ready.msg, server.demoKey!, 'and the demo key, next to it')
+  t.equal(server.logs.filter((l) => JSON.stringify(l).includes(server.demoKey!)).length, 1, 'the key is printed once')
+
+  const headers = { authorization: `Bearer ${server.demoKey}` }
+  const inventory = await fetch(`${server.baseUrl}/v1/inventory`, { headers })
+  t.equal(inventory.status, 200)
+  t.same(await inventory.json(), [], 'no demo catalogue')
+  t.same(await (await fetch(`${server.baseUrl}/v1/store/orders`, { headers })).json(), [], 'no demo orders')
+  t.equal(await server.stop(), 0)
+})
+
+t.test('NODE_ENV=production creates no demo key', async (t) => {
+  const file = join(tempDir(t), 'prod.db')
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, NODE_ENV: 'production' })
+  t.equal(server.demoKey, undefined, 'no key in the start-up log')
+  t.notOk(server.logs.some((l) => /psk_/.test(JSON.stringify(l))), 'no key anywhere in the log')
+  const ready = server.logs.find((l) => String(l.msg).startsWith('Pet Store API ready'))!
+  t.match(ready.msg, 'http://127.0.0.1:3000/docs', 'the docs address (PUBLIC_BASE_URL default) is still printed')
+  t.equal(await server.stop(), 0)
+
+  const db = new Database(file, { readonly: true })
+  t.teardown(() => db.close())
+  t.same(db.prepare('SELECT COUNT(*) AS n FROM api_keys').get(), { n: 0 }, 'no key in the database')
+  t.ok((db.prepare('SELECT COUNT(*) AS n FROM pets').get() as { n: number }).n > 0, 'the demo catalogue is still loaded (SEED defaults to true)')
 })
