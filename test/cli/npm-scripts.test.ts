@@ -6,7 +6,7 @@ import { buildTestApp, tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
 
 // `npm run keys --` and `npm run db:…` run the compiled CLIs in dist/, as an installed package does.
-const pkg = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { bin: Record<string, string>, scripts: Record<string, string> }
+const pkg = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { bin: { keys: string }, scripts: Record<string, string> }
 
 t.test('the package bin and the npm scripts run the compiled command lines', async (t) => {
   t.equal(pkg.scripts.keys, `node ${pkg.bin.keys}`, '`npm run keys` runs the package\'s bin')
