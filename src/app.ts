@@ -8,7 +8,7 @@ import { serializerCompiler, validatorCompiler } from './http/validation.js'
 import { type ApiDocument, loadDocument } from './openapi/document.js'
 import api from './plugins/api.js'
 import docs from './plugins/docs.js'
-import errorHandling, { answerFrameworkError } from './plugins/error-handling.js'
+import errorHandling, { answerClientError, answerFrameworkError } from './plugins/error-handling.js'
 import health from './plugins/health.js'
 import securityHeaders from './plugins/security-headers.js'
 import storage from './plugins/storage.js'
@@ -50,6 +50,7 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
     },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     return503OnClosing: false
   })
   app.setValidatorCompiler(validatorCompiler)

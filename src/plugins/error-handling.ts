@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay, { type HTTPMethod, type HTTPVersion } from 'find-my-way'
@@ -83,6 +84,24 @@ export function answerFrameworkError (error: FastifyError, request: FastifyReque
   void reply.code(body.status).type('application/json; charset=utf-8').send(body)
 }
 
+/**
+ * Fastify's `clientErrorHandler` option: requests Node's HTTP parser refuses (malformed request
+ * line or header, an unknown method, Content-Length with Transfer-Encoding, headers over the
+ * size limit) never reach Fastify; they are answered here with the Error body, then the
+ * connection is closed, as Node does.
+ */
+export function answerClientError (error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const message = error.code === 'HPE_HEADER_OVERFLOW'
+    ? 'request headers are larger than the server accepts'
+    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'the request did not arrive in time' : 'malformed HTTP request'
+  const body = JSON.stringify({ code: 'invalid_request', message, status: 400 } satisfies ErrorBody)
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  }
+  socket.destroy(error)
+}
+
 const httpMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
 async function errorHandling (app: FastifyInstance) {
@@ -104,7 +123,8 @@ async function errorHandling (app: FastifyInstance) {
   app.decorate('notFoundHandler', (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?', 1)[0] ?? '/'
     const allowed = httpMethods.filter((m) => routes.find(m, path) !== null)
-    if (allowed.length > 0) {
+    // A route that matches with this very method (a static file route, say) but found nothing is a 404.
+    if (allowed.length > 0 && !allowed.includes(request.method as typeof allowed[number])) {
       reply.header('allow', allowed.join(', '))
       return reply.code(405).send({ code: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, status: 405 } satisfies ErrorBody)
     }
