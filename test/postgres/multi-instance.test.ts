@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { loadConfig } from '../../src/config.js'
@@ -29,7 +30,7 @@ const patch = (server: ServerProcess, key: string, petId: number, quantity: numb
 
 const inventory = async (server: ServerProcess, key: string) => await (await call(server, key, '/inventory')).json() as Item[]
 
-t.test('two server processes on one PostgreSQL schema (and one Redis)', async (t) => {
+t.test('two server processes on one PostgreSQL schema (and one Redis), one of them restarted', async (t) => {
   const schema = await createTestSchema(t)
   const databaseUrl = schema.url()
   const env: Record<string, string> = { DATABASE_URL: databaseUrl, DATABASE_POOL_MAX: '4' }
@@ -105,6 +106,51 @@ t.test('two server processes on one PostgreSQL schema (and one Redis)', async (t
     t.equal(remaining[35], '24', 'and B counts on from there')
   })
 
-  t.equal(await a.stop(), 0, 'A stops cleanly')
+  await t.test('a rolling restart of one instance under a stream of PATCHes loses no acknowledged write', async (t) => {
+    // A naive load balancer: round robin over the instances in the list, no retries.
+    const servers = [a, b]
+    const pets = [6, 7, 8, 9]
+    const acked = new Map<number, number>()
+    const attempted = new Map<number, number>()
+    const outcomes = { acknowledged: 0, refused: 0, other: 0 }
+    let turn = 0
+    let running = true
+    const workers = pets.map(async (petId) => {
+      for (let quantity = 1; running; quantity++) {
+        attempted.set(petId, quantity)
+        try {
+          const res = await patch(servers[turn++ % servers.length]!, key, petId, quantity)
+          if (res.status === 200) {
+            acked.set(petId, quantity)
+            outcomes.acknowledged++
+          } else {
+            outcomes.other++
+          }
+        } catch {
+          outcomes.refused++ // connection refused or reset: not acknowledged
+          await sleep(5)
+        }
+      }
+    })
+
+    await sleep(300)
+    t.equal(await a.stop('SIGTERM'), 0, 'A drains and exits 0 while requests keep coming')
+    servers[0] = await startServer(t, env)
+    await sleep(300)
+    running = false
+    await Promise.all(workers)
+    t.comment(`outcomes during the restart: ${JSON.stringify(outcomes)}`)
+    t.ok(outcomes.acknowledged > 0, 'writes were acknowledged throughout')
+    t.equal(outcomes.other, 0, 'no answer other than 200 (refused connections are not answers)')
+
+    const stored = new Map((await inventory(b, key)).map((i) => [i.petId, i.quantity]))
+    for (const petId of pets) {
+      const value = stored.get(petId)!
+      t.ok(value >= acked.get(petId)! && value <= attempted.get(petId)!,
+        `pet ${petId}: stored ${value}, last acknowledged ${acked.get(petId)}, last attempted ${attempted.get(petId)}`)
+    }
+    t.equal(await servers[0]!.stop(), 0, 'the new A stops cleanly')
+  })
+
   t.equal(await b.stop(), 0, 'B stops cleanly')
 })
