@@ -82,10 +82,40 @@ export function createSqliteStore (file: string): Store {
   let s: ReturnType<typeof prepareStatements> | undefined
   const statements = () => (s ??= prepareStatements(db))
 
+  // Change detection for the two caches below. PRAGMA data_version changes whenever another
+  // connection commits (the keys CLI, db:seed, another server process on the same file); it does
+  // not change for this connection's own commits, which are counted here instead. A cached value
+  // is used only while both are as they were when it was read, so a write anywhere is seen by
+  // the next call: the caches never serve anything a fresh query would not.
+  const dataVersion = db.prepare('PRAGMA data_version').pluck()
+  let inventoryWrites = 0
+  let keyWrites = 0
+  /** Runs a write, then counts it (also when it fails: a needless re-read is harmless). */
+  const writing = <T>(kind: 'inventory' | 'keys' | 'all', work: () => T): Promise<T> => run(() => {
+    try {
+      return work()
+    } finally {
+      if (kind !== 'keys') inventoryWrites++
+      if (kind !== 'inventory') keyWrites++
+    }
+  })
+
+  // The inventory list as JSON text, as last built; read again when anything may have changed.
+  // The data version is read before the list, so the text is never older than its stamp.
+  let inventoryJson: { version: number, writes: number, text: string } | undefined
+
+  // Active keys by hash, as last read: one cheap version check instead of a lookup per request.
+  // Any commit (a revocation by the CLI included) empties it, so revocation stays immediate.
+  // Only keys that exist are kept; the map is bounded.
+  const activeKeys = new Map<string, ApiKeyRecord>()
+  let activeKeysVersion = -1
+  let activeKeysWrites = -1
+  const MAX_CACHED_KEYS = 10_000
+
   return {
     engine: 'sqlite',
 
-    migrate: () => run(() => {
+    migrate: () => writing('all', () => {
       db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)')
       db.transaction(() => {
         const current = (db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v
@@ -106,7 +136,15 @@ export function createSqliteStore (file: string): Store {
 
     listInventory: () => run(() => statements().listInventory.all() as InventoryItem[]),
 
-    updateInventory: (petId, quantity) => run(() => statements().updateInventory.get(quantity, petId) as InventoryItem | undefined),
+    listInventoryJson: () => run(() => {
+      const version = dataVersion.get() as number
+      if (inventoryJson?.version !== version || inventoryJson.writes !== inventoryWrites) {
+        inventoryJson = { version, writes: inventoryWrites, text: statements().listInventoryJson.get() as string }
+      }
+      return inventoryJson.text
+    }),
+
+    updateInventory: (petId, quantity) => writing('inventory', () => statements().updateInventory.get(quantity, petId) as InventoryItem | undefined),
 
     getPet: (petId) => run(() => {
       const row = statements().getPet.get(petId) as PetRow | undefined
@@ -115,7 +153,7 @@ export function createSqliteStore (file: string): Store {
 
     listOrders: () => run(() => (statements().listOrders.all() as OrderRow[]).map((o) => ({ ...o, complete: o.complete === 1 }))),
 
-    importCatalogue: (catalogue: Catalogue) => run(() => {
+    importCatalogue: (catalogue: Catalogue) => writing('inventory', () => {
       const st = statements()
       return db.transaction((): ImportCounts => {
         for (const pet of catalogue.pets ?? []) {
@@ -137,7 +175,7 @@ export function createSqliteStore (file: string): Store {
       }).immediate()
     }),
 
-    createSyntheticPets: (count) => run(() => {
+    createSyntheticPets: (count) => writing('inventory', () => {
       const st = statements()
       db.transaction(() => {
         const start = (db.prepare('SELECT COALESCE(MAX(id), 0) AS m FROM pets').get() as { m: number }).m + 1
@@ -148,22 +186,34 @@ export function createSqliteStore (file: string): Store {
       }).immediate()
     }),
 
-    createApiKey: (key: NewApiKey) => run(() => {
+    createApiKey: (key: NewApiKey) => writing('keys', () => {
       statements().insertKey.run({ ...key, createdAt: new Date().toISOString() })
       return toKey(statements().keyById.get(key.id) as KeyRow)
     }),
 
     listApiKeys: () => run(() => (statements().listKeys.all() as KeyRow[]).map(toKey)),
 
-    revokeApiKey: (id) => run(() => {
+    revokeApiKey: (id) => writing('keys', () => {
       statements().revokeKey.run(new Date().toISOString(), id)
       const row = statements().keyById.get(id) as KeyRow | undefined
       return row && toKey(row)
     }),
 
     findActiveApiKey: (keyHash) => run(() => {
+      const version = dataVersion.get() as number
+      if (version !== activeKeysVersion || keyWrites !== activeKeysWrites) {
+        activeKeys.clear()
+        activeKeysVersion = version
+        activeKeysWrites = keyWrites
+      }
+      const cached = activeKeys.get(keyHash)
+      if (cached !== undefined) return cached
       const row = statements().activeKeyByHash.get(keyHash) as KeyRow | undefined
-      return row && toKey(row)
+      if (row === undefined) return undefined
+      const key = Object.freeze(toKey(row))
+      if (activeKeys.size >= MAX_CACHED_KEYS) activeKeys.clear()
+      activeKeys.set(keyHash, key)
+      return key
     }),
 
     countApiKeys: () => run(() => (statements().countKeys.get() as { n: number }).n)
@@ -175,6 +225,12 @@ function prepareStatements (db: Database.Database) {
     countPets: db.prepare('SELECT COUNT(*) AS n FROM pets'),
     listInventory: db.prepare(`SELECT i.pet_id AS petId, i.quantity, ${statusExpression('i.pet_id', 'i.quantity')} AS status
       FROM inventory i ORDER BY i.pet_id`),
+    // The same rows as one JSON array built by SQLite: no JavaScript object per row. The ORDER BY
+    // inside the aggregate is what guarantees the order (an aggregate's input order is otherwise
+    // unspecified); json_group_array of no rows is '[]'.
+    listInventoryJson: db.prepare(`SELECT json_group_array(json_object('petId', i.pet_id, 'quantity', i.quantity,
+        'status', ${statusExpression('i.pet_id', 'i.quantity')}) ORDER BY i.pet_id)
+      FROM inventory i`).pluck(),
     updateInventory: db.prepare(`UPDATE inventory SET quantity = ? WHERE pet_id = ?
       RETURNING pet_id AS petId, quantity, ${statusExpression('inventory.pet_id', 'inventory.quantity')} AS status`),
     getPet: db.prepare(`SELECT p.*, ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status

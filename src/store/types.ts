@@ -55,6 +55,11 @@ export interface Store {
 
   countPets (): Promise<number>
   listInventory (): Promise<InventoryItem[]>
+  /**
+   * The same list as JSON text, built by the database without a JavaScript object per row.
+   * An engine may hand out text it built before, as long as nothing it lists has changed since.
+   */
+  listInventoryJson (): Promise<string>
   /** Sets the quantity atomically; undefined when the pet has no inventory entry. */
   updateInventory (petId: number, quantity: number): Promise<InventoryItem | undefined>
   getPet (petId: number): Promise<Pet | undefined>

@@ -1,0 +1,67 @@
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import t, { type Test } from 'tap'
+import { generateApiKey } from '../../src/store/api-keys.js'
+import { createSqliteStore } from '../../src/store/sqlite-store.js'
+import { tempDir } from '../helpers/app.js'
+
+// The SQLite store reuses the inventory list text and key lookups while the database is
+// unchanged. These tests write through OTHER connections to the same file (as the keys CLI,
+// db:seed or a second server process do) and expect the very next read to see the write.
+
+async function twoConnections (t: Test) {
+  const file = join(tempDir(t), 'shared.db')
+  const server = createSqliteStore(file)
+  const other = createSqliteStore(file)
+  t.teardown(() => Promise.all([server.close(), other.close()]))
+  await server.migrate()
+  await server.importCatalogue({ pets: [1, 2].map((id) => ({ id, name: `Pet ${id}`, photoUrls: [] })), inventory: [{ petId: 1, quantity: 5 }, { petId: 2, quantity: 0 }] })
+  return { file, server, other }
+}
+type Item = { petId: number, quantity: number, status: string }
+const list = async (store: { listInventoryJson (): Promise<string> }) => JSON.parse(await store.listInventoryJson()) as Item[]
+
+t.test('a write committed by another connection is in the next list', async (t) => {
+  const { server, other } = await twoConnections(t)
+  t.same((await list(server))[0], { petId: 1, quantity: 5, status: 'available' })
+  t.equal(await server.listInventoryJson(), await server.listInventoryJson(), 'unchanged: the same text')
+
+  await other.updateInventory(1, 7)
+  t.same((await list(server))[0], { petId: 1, quantity: 7, status: 'available' }, 'a PATCH through another connection')
+  await other.importCatalogue({ orders: [{ id: 1, petId: 1, quantity: 7, shipDate: '2026-12-01T12:00:00.000Z', status: 'placed', complete: false }] })
+  t.same((await list(server))[0], { petId: 1, quantity: 7, status: 'pending' }, 'an order imported by another connection (db:seed)')
+  await other.createSyntheticPets(2)
+  t.equal((await list(server)).length, 4, 'pets added by another connection')
+})
+
+t.test('writes from outside the store API (plain SQL on another connection) are seen too', async (t) => {
+  const { file, server } = await twoConnections(t)
+  await list(server)
+  const raw = new Database(file)
+  t.teardown(() => raw.close())
+  raw.prepare('UPDATE inventory SET quantity = 0 WHERE pet_id = 1').run()
+  t.same((await list(server))[0], { petId: 1, quantity: 0, status: 'sold' })
+})
+
+t.test('a key revoked through another connection stops working at the next lookup', async (t) => {
+  const { server, other } = await twoConnections(t)
+  const key = generateApiKey()
+  await other.createApiKey({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
+  t.equal((await server.findActiveApiKey(key.hash))?.id, key.id, 'a key created by another connection (the keys CLI) is found')
+  t.equal((await server.findActiveApiKey(key.hash))?.id, key.id, 'and found again')
+  await other.revokeApiKey(key.id)
+  t.equal(await server.findActiveApiKey(key.hash), undefined, 'revoked elsewhere: gone at once')
+
+  const second = generateApiKey()
+  await server.createApiKey({ id: second.id, name: 'k2', plan: 'pro', keyHash: second.hash, perMinute: null, perDay: null })
+  t.equal((await server.findActiveApiKey(second.hash))?.plan, 'pro')
+  await server.revokeApiKey(second.id)
+  t.equal(await server.findActiveApiKey(second.hash), undefined, 'revoked through the same store: gone at once')
+})
+
+t.test('a write through the same store is in its next list', async (t) => {
+  const { server } = await twoConnections(t)
+  await list(server)
+  await server.updateInventory(2, 3)
+  t.same((await list(server))[1], { petId: 2, quantity: 3, status: 'available' })
+})
