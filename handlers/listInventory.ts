@@ -1,6 +1,11 @@
-import type { OperationHandler } from '../src/http/operation-types.js'
+import { JsonText } from '../src/http/json-text.js'
+import type { OperationHandler, SuccessBody } from '../src/http/operation-types.js'
 
-/** GET /v1/inventory: every entry with its derived status, ordered by petId. */
+/**
+ * GET /v1/inventory: every entry with its derived status, ordered by petId. The store builds the
+ * JSON text itself (no object per row); the response serializer still validates it against
+ * openapi.yaml before it is sent.
+ */
 export const listInventory: OperationHandler<'listInventory'> = async (request) => {
-  return request.server.store.listInventory()
+  return new JsonText<SuccessBody<'listInventory'>>(await request.server.store.listInventoryJson())
 }

@@ -2,6 +2,7 @@ import type { FastifySchema, FastifySchemaCompiler, FastifySerializerCompiler } 
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { ResponseValidationError } from '../errors.js'
 import { createAjv } from '../openapi/ajv.js'
+import { JsonText } from './json-text.js'
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, { type?: unknown }> }
 
@@ -48,14 +49,36 @@ export const validatorCompiler: FastifySchemaCompiler<FastifySchema> = ({ schema
 /**
  * Every response body is checked against its schema in openapi.yaml before it is sent. A body
  * outside its schema is a bug: it becomes a 500, never a silently reshaped response.
+ *
+ * A body given as JsonText is checked by parsing that text, so what is validated is exactly what
+ * is sent. The last text that passed is remembered: the same text again (a list nothing has
+ * changed since) is neither parsed nor checked again, since identical text gets an identical
+ * verdict. Comparing costs nothing when it is the same string and a memcmp when it is an equal copy.
  */
 export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ schema, method, url, httpStatus }) => {
   const validate = ajv.compile(schema as JsonSchema)
-  return (data: unknown) => {
+  const check = (data: unknown) => {
     if (!validate(data)) {
       const detail = ajv.errorsText(validate.errors, { dataVar: 'response' })
       throw new ResponseValidationError(`${method} ${url} ${httpStatus}: ${detail}`)
     }
+  }
+  let lastValidText: string | undefined
+  return (data: unknown) => {
+    if (data instanceof JsonText) {
+      if (data.text !== lastValidText) {
+        let parsed: unknown
+        try {
+          parsed = JSON.parse(data.text)
+        } catch (error) {
+          throw new ResponseValidationError(`${method} ${url} ${httpStatus}: response text is not JSON (${(error as Error).message})`)
+        }
+        check(parsed)
+        lastValidText = data.text
+      }
+      return data.text
+    }
+    check(data)
     return JSON.stringify(data)
   }
 }
