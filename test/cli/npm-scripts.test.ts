@@ -4,6 +4,7 @@ import t from 'tap'
 import { projectRoot } from '../../src/paths.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
+import { startServer } from '../helpers/server-process.js'
 
 // `npm run keys --` and `npm run db:…` run the compiled CLIs in dist/, as an installed package does.
 const pkg = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { bin: { keys: string }, scripts: Record<string, string> }
@@ -44,4 +45,14 @@ t.test('the package bin and the npm scripts run the compiled command lines', asy
   const items = (await api.request({ method: 'GET', url: '/v1/inventory', headers: { authorization: `Bearer ${key.key}` } })).json() as { petId: number, quantity: number }[]
   t.same(items.map((i) => i.petId), [4, 5, 6, 7], 'the seeded pet, then the synthetic ones after it')
   t.equal(items[0]!.quantity, 6)
+
+  // What `npm start` runs once it has built: the compiled server, on a database of its own.
+  t.equal(pkg.scripts.start, 'node dist/src/server.js')
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'start', 'fresh.db')}` }, 60_000, join(projectRoot, 'dist', 'src', 'server.js'))
+  t.match(server.demoKey, /^psk_/, 'a first start prints a demo key')
+  const inventory = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${server.demoKey}` } })
+  t.equal(inventory.status, 200, 'the API answers with it')
+  t.ok(((await inventory.json()) as unknown[]).length > 0, 'on the demo catalogue')
+  t.equal((await fetch(`${server.baseUrl}/docs`)).status, 200, 'the docs page answers')
+  t.equal(await server.stop(), 0)
 })

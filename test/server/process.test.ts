@@ -94,7 +94,8 @@ t.test('SIGTERM drains in-flight requests, refuses new connections, then exits 0
 
 t.test('SEED=false starts with an empty inventory; the start-up line shows the docs address and the demo key', async (t) => {
   const publicBaseUrl = 'http://petstore.test:8080'
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'empty.db')}`, SEED: 'false', PUBLIC_BASE_URL: publicBaseUrl })
+  const databaseUrl = `sqlite:${join(tempDir(t), 'empty.db')}`
+  const server = await startServer(t, { DATABASE_URL: databaseUrl, SEED: 'false', PUBLIC_BASE_URL: publicBaseUrl })
   const ready = server.logs.find((l) => String(l.msg).startsWith('Pet Store API ready'))!
   t.match(ready.msg, `${publicBaseUrl}/docs`, 'the start-up line names the docs address')
   t.match(ready.msg, server.demoKey!, 'and the demo key, next to it')
@@ -105,7 +106,16 @@ t.test('SEED=false starts with an empty inventory; the start-up line shows the d
   t.equal(inventory.status, 200)
   t.same(await inventory.json(), [], 'no demo catalogue')
   t.same(await (await fetch(`${server.baseUrl}/v1/store/orders`, { headers })).json(), [], 'no demo orders')
-  t.equal(await server.stop(), 0)
+
+  // The keys command line works on the database of the running server, and revocation is immediate.
+  const created = await runCli('keys', ['create', '--plan', 'business', '--json'], { DATABASE_URL: databaseUrl })
+  const { id, key } = JSON.parse(created.stdout) as { id: string, key: string }
+  const withKey = () => fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}` } })
+  t.equal((await withKey()).status, 200, 'a key created while the server runs works at once')
+  t.equal((await runCli('keys', ['revoke', id], { DATABASE_URL: databaseUrl })).code, 0)
+  t.equal((await withKey()).status, 401, 'and once revoked, it fails on the next request')
+
+  t.equal(await server.stop('SIGINT'), 0, 'SIGINT closes cleanly too')
 })
 
 t.test('NODE_ENV=production creates no demo key', async (t) => {
