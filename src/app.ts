@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { handlers as generatedHandlers } from '../handlers/index.js'
 import type { Config } from './config.js'
+import { ApiError } from './errors.js'
 import type { HandlerMap } from './http/operation-types.js'
 import { formatValidationErrors, installJsonBodyParser } from './http/json-body.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
@@ -51,6 +52,8 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
+    // Node would refuse a request without Host itself, with an empty body: the hook below does.
+    http: { requireHostHeader: false },
     return503OnClosing: false
   })
   app.setValidatorCompiler(validatorCompiler)
@@ -58,6 +61,11 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
   // Only JSON bodies are accepted; anything else is 415 rather than a string that fails validation.
   app.removeContentTypeParser('text/plain')
   installJsonBodyParser(app)
+  // HTTP/1.1 requires a Host header (RFC 9112 §3.2); refused here so the answer is the Error body.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const missing = request.raw.httpVersion === '1.1' && request.headers.host === undefined
+    done(missing ? new ApiError('invalid_request', 'the Host header is required') : undefined)
+  })
   // Once closing, a response ends its keep-alive connection: the requests in flight are drained,
   // and the server does not then wait for idle clients (up to keepAliveTimeout) to go away.
   let closing = false

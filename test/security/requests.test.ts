@@ -83,7 +83,8 @@ t.test('on a real server: body limit, parser-level refusals and path traversal',
   res = await raw(server.port, [patch(`${auth}Content-Type: application/json\r\nContent-Length: ${BODY_LIMIT}\r\nConnection: close\r\n`), atLimit])
   t.equal(res.status, 200, `a body of exactly BODY_LIMIT (${BODY_LIMIT}) bytes is accepted`)
 
-  // Requests Node's HTTP parser refuses never reach Fastify; they still get the Error body.
+  // Requests Node's HTTP parser refuses never reach Fastify; they still get the Error body
+  // (and so does one without Host, which Node would answer with an empty body).
   const refused: [string, string][] = [
     ['an unknown method', 'FOO /v1/inventory HTTP/1.1\r\nHost: x\r\n\r\n'],
     ['an HTTP version that does not exist', 'GET /v1/inventory HTTP/9.9\r\nHost: x\r\n\r\n'],
@@ -91,6 +92,7 @@ t.test('on a real server: body limit, parser-level refusals and path traversal',
     ['Content-Length together with Transfer-Encoding (request smuggling)', `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`],
     ['two different Content-Lengths', `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 4\r\nContent-Length: 5\r\n\r\n{}  `],
     ['a NUL byte in a header', 'GET /v1/inventory HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n'],
+    ['an HTTP/1.1 request without Host', 'GET /healthz HTTP/1.1\r\n\r\n'],
     ['headers over the size limit', `GET /v1/inventory HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`]
   ]
   for (const [what, request] of refused) {
