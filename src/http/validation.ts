@@ -64,9 +64,10 @@ export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ s
     }
   }
   let lastValidText: string | undefined
+  let lastValidBytes: Buffer | undefined
   return (data: unknown) => {
     if (data instanceof JsonText) {
-      if (data.text !== lastValidText) {
+      if (data.text !== lastValidText || lastValidBytes === undefined) {
         let parsed: unknown
         try {
           parsed = JSON.parse(data.text)
@@ -75,8 +76,12 @@ export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ s
         }
         check(parsed)
         lastValidText = data.text
+        lastValidBytes = Buffer.from(data.text)
       }
-      return data.text
+      // The encoded bytes, kept with the text: a large list is then sent without encoding and
+      // measuring it again per response. Fastify sends a Buffer payload as it is (its typings
+      // only mention strings for a serializer's result).
+      return lastValidBytes as unknown as string
     }
     check(data)
     return JSON.stringify(data)

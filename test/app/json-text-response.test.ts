@@ -54,5 +54,10 @@ t.test('valid JSON text is sent exactly as given, as application/json', async (t
     t.equal(res.statusCode, 200)
     t.equal(res.body, text, 'the very text')
     t.match(res.headers['content-type'], /^application\/json/)
+    t.equal(res.headers['content-length'], String(Buffer.byteLength(text)))
   }
+  const head = await api.app.inject({ method: 'HEAD', url: '/v1/inventory', headers })
+  t.equal(head.statusCode, 200, 'HEAD too')
+  t.equal(head.headers['content-length'], String(Buffer.byteLength(text)), 'with the length of the body it leaves out')
+  t.equal(head.body, '')
 })
