@@ -113,10 +113,12 @@ const sql = {
   // The same list as JSON text built by the server, with no row objects in JavaScript and the
   // same bytes as SQLite's json_group_array. Every value is an integer or one of the three status
   // words, so concatenation yields valid JSON (the response serializer validates it regardless).
-  listInventoryJson: `SELECT COALESCE('[' || string_agg(
+  // With the snapshot the statement read it under (one statement, one snapshot): see listInventoryJson.
+  listInventoryJson: `SELECT pg_current_snapshot()::text AS snapshot, (SELECT COALESCE('[' || string_agg(
       '{"petId":' || i.pet_id || ',"quantity":' || i.quantity || ',"status":"' || (${statusExpression('i.pet_id', 'i.quantity')}) || '"}',
-      ',' ORDER BY i.pet_id) || ']', '[]') AS json
-    FROM inventory i`,
+      ',' ORDER BY i.pet_id) || ']', '[]')
+    FROM inventory i) AS json`,
+  currentSnapshot: 'SELECT pg_current_snapshot()::text AS snapshot',
   // One statement: the row lock serialises concurrent writers, and the status is computed from
   // the quantity this very statement wrote.
   updateInventory: `UPDATE inventory SET quantity = $1 WHERE pet_id = $2
@@ -183,6 +185,13 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
   let closed = false
 
+  // The inventory list as JSON text, with the snapshot it was read under. A snapshot (xmin, xmax
+  // and the transactions in progress) fixes exactly which transactions are visible, so a new
+  // statement whose snapshot is equal sees the same rows: the text is reused. Any transaction
+  // that wrote anywhere (another instance, the CLI, psql) changes the next snapshot, so nothing
+  // committed is ever missed; unrelated writes only cost a needless re-read.
+  let inventoryJson: { snapshot: string, text: string } | undefined
+
   /** One statement in autocommit; the statements of `sql` are prepared once per connection, by name. */
   const query = async <R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> => {
     try {
@@ -248,7 +257,13 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
     listInventory: () => query<InventoryItem>(sql.listInventory),
 
-    listInventoryJson: async () => (await query<{ json: string }>(sql.listInventoryJson))[0]!.json,
+    listInventoryJson: async () => {
+      const cached = inventoryJson
+      if (cached !== undefined && (await query<{ snapshot: string }>(sql.currentSnapshot))[0]!.snapshot === cached.snapshot) return cached.text
+      const row = (await query<{ snapshot: string, json: string }>(sql.listInventoryJson))[0]!
+      inventoryJson = { snapshot: row.snapshot, text: row.json }
+      return row.json
+    },
 
     updateInventory: async (petId, quantity) => (await query<InventoryItem>(sql.updateInventory, [quantity, petId]))[0],
 
