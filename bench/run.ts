@@ -76,6 +76,9 @@ const patchRequests: RequestTemplate[] = Array.from({ length: 1000 }, (_, i) => 
   path: `/v1/inventory/${(i % 100) + 1}`,
   body: JSON.stringify({ quantity: (i * 7) % 1000 })
 }))
+// Nine lists to one write: the list is rebuilt after every write, so this shows a list that is
+// not served from the store's cached text.
+const listWithWritesRequests: RequestTemplate[] = patchRequests.slice(0, 100).flatMap((patch) => [...Array<RequestTemplate>(9).fill(listRequest[0]!), patch])
 const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => ({ method: 'GET', path: `/v1/pets/${i + 1}` }))
 const all: ConfigId[] = ['bare', 'sqlite', 'postgres', 'express']
 const services: ConfigId[] = ['sqlite', 'postgres', 'express']
@@ -86,6 +89,7 @@ const allWorkloads: Workload[] = [
   { id: 'list-10k', title: 'GET list, 10,000', connections: 50, size: 10_000, configs: all, requests: listRequest, barePath: '/payload/list-10000' },
   { id: 'list-100k', title: 'GET list, 100,000', connections: 10, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-100k-1c', title: 'GET list, 100,000, 1 conn', connections: 1, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
+  { id: 'list-10k-writes', title: 'GET list, 10,000, 1 write in 10', connections: 50, size: 10_000, configs: services, requests: listWithWritesRequests },
   { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: services, requests: patchRequests },
   { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: services, requests: getPetRequests }
 ]
