@@ -18,9 +18,14 @@ const asArray = <T>(value: T | T[] | undefined): T[] => value === undefined ? []
  * the sunset, 410 gone. Nothing here names an operation: the document decides.
  */
 async function deprecation (app: FastifyInstance, options: DeprecationOptions) {
+  // Swagger UI deep links are #/<first tag>/<operationId> ("default" for an untagged operation).
+  const tagOf = (op: OperationInfo): string => {
+    const paths = options.document.spec.paths as Record<string, Record<string, { tags?: string[] }>>
+    return paths[op.path]?.[op.method.toLowerCase()]?.tags?.[0] ?? 'default'
+  }
   const headersFor = (op: OperationInfo): Record<string, string> => {
     const headers: Record<string, string> = {
-      link: `<${options.publicBaseUrl}/docs#/operations/${op.operationId}>; rel="deprecation"; type="text/html"`
+      link: `<${options.publicBaseUrl}/docs#/${encodeURIComponent(tagOf(op))}/${op.operationId}>; rel="deprecation"; type="text/html"`
     }
     if (op.deprecatedAt) headers.deprecation = `@${Math.floor(op.deprecatedAt.getTime() / 1000)}`
     if (op.sunset) headers.sunset = op.sunset.toUTCString()

@@ -6,7 +6,7 @@ import { buildTestApp } from '../helpers/app.js'
 import { expectError, expectUnauthorized } from '../helpers/assertions.js'
 
 // The dates are read from openapi.yaml here, independently of the app's own reading of it.
-type Operation = { operationId: string, deprecated?: boolean, 'x-deprecated-at'?: string, 'x-sunset'?: string }
+type Operation = { operationId: string, tags?: string[], deprecated?: boolean, 'x-deprecated-at'?: string, 'x-sunset'?: string }
 const spec = parseYaml(readFileSync(openapiPath, 'utf8')) as { paths: Record<string, Record<string, Operation>> }
 const operations = Object.values(spec.paths).flatMap((item) => Object.values(item))
 const getPetById = operations.find((op) => op.operationId === 'getPetById')!
@@ -35,6 +35,9 @@ t.test('getPetById answers with Deprecation, Sunset and a deprecation Link taken
   t.match(link, /rel="deprecation"/, 'Link with rel="deprecation"')
   const target = /^<([^>]+)>/.exec(link)?.[1]
   t.ok(target?.startsWith(`${publicBaseUrl}/docs`), `the link points at this instance's docs (${target})`)
+  // Swagger UI (deepLinking) opens an operation from the fragment #/<tag>/<operationId>.
+  const tag = getPetById.tags?.[0] ?? 'default'
+  t.equal(new URL(target!).hash, `#/${encodeURIComponent(tag)}/${getPetById.operationId}`, 'and opens the operation itself there')
 
   const notFound = await api.request({ method: 'GET', url: '/v1/pets/999', headers })
   expectError(t, notFound, 404, 'not_found', 'unknown pet')
