@@ -19,7 +19,7 @@ function where (frame: CallFrame): string {
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
   if (nm) return nm[1]!
   if (url.startsWith('node:')) return url
-  const project = /\/(src|handlers|bench)\/(.+)$/.exec(url)
+  const project = /\/(src|handlers|bench)\/(.+)$/.exec(url.replace(/\/bench\/out\/dist\//, '/'))
   return project ? `${project[1]}/${project[2]}` : url
 }
 

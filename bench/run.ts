@@ -8,9 +8,12 @@
  *
  * Options: --quick (1 short round, results in bench/out/), --rounds N, --duration S, --warmup S,
  * --only w1,w2 (workloads), --configs c1,c2, --generator wrk|autocannon, --profile (service
- * processes run with --cpu-prof; profiles land in bench/out/profiles/).
+ * processes run with --cpu-prof; profiles land in bench/out/profiles/), --tsx (run the service
+ * from src/ through tsx instead of compiling it first, as `npm start` runs it, into bench/out/dist/).
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -31,11 +34,12 @@ const { values: args } = parseArgs({
     configs: { type: 'string' },
     generator: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    tsx: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false }
   }
 })
 if (args.help) {
-  console.log('usage: npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile]')
+  console.log('usage: npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx]')
   process.exit(0)
 }
 
@@ -147,7 +151,19 @@ const needed = (config: ConfigId) => workloads.some((w) => w.configs.includes(co
 const keys = new Map<string, string>()
 const serviceEnv = { SEED: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production' }
 const profileDir = args.profile ? join(outDir, 'profiles') : undefined
-const serviceEntry = join(projectRoot, 'src', 'server.ts')
+let serviceEntry = join(projectRoot, 'src', 'server.ts')
+if (!args.tsx) {
+  // Compiled JavaScript, as `npm start` runs it (tsx would add its loader's memory to the RSS
+  // figures). Built into bench/out/ so that a dist/ other processes use is left alone.
+  const distDir = join(outDir, 'dist')
+  rmSync(distDir, { recursive: true, force: true })
+  console.log('Compiling the service (tsc -p tsconfig.build.json) into bench/out/dist/')
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', distDir], { cwd: projectRoot, stdio: 'inherit' })
+  serviceEntry = join(distDir, 'src', 'server.js')
+  if (!existsSync(serviceEntry)) throw new Error('tsc produced no bench/out/dist/src/server.js')
+  if (build.status !== 0) note('tsc reported type errors (the JavaScript it emitted is benchmarked all the same)')
+}
 
 console.log(`Preparing ${sizes.map((s) => s.toLocaleString('en')).join(' / ')}-entry datasets in ${scratch}`)
 const starts: Promise<void>[] = []
@@ -317,7 +333,7 @@ Written by \`${command}\` (bench/run.ts) on ${startedAt.toISOString()}; ${meta.m
 
 - CPU: ${meta.cpu}, ${meta.cores} cores${twoCores ? '; every server process pinned to core 0, the load generator to core 1' : '; no pinning'}
 - Node ${meta.node}; load generator: ${generator}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved
-- Service: \`src/server.ts\` with \`LOG_LEVEL=${serviceEnv.LOG_LEVEL}\`, \`NODE_ENV=production\`; one enterprise key whose limits never bind (the limiter still counts every request${limiterSeen === false ? ' — but this build had no limiter' : ''})
+- Service: \`${args.tsx ? 'src/server.ts through tsx' : 'src/server.ts compiled by tsc (as npm start runs it)'}\` with \`LOG_LEVEL=${serviceEnv.LOG_LEVEL}\`, \`NODE_ENV=production\`; one enterprise key whose limits never bind (the limiter still counts every request${limiterSeen === false ? ' — but this build had no limiter' : ''})
 - PostgreSQL: ${meta.postgres}
 - Load average before / after: ${loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}
 

@@ -18,7 +18,7 @@ export interface ServerHandle {
 
 export interface StartOptions {
   name: string
-  /** A TypeScript entry point, run through tsx. */
+  /** The entry point: a .ts file runs through tsx, a .js file as it is. */
   entry: string
   env: Record<string, string>
   cwd: string
@@ -42,7 +42,7 @@ async function freePort (): Promise<number> {
 
 export async function startServer (options: StartOptions): Promise<ServerHandle> {
   const port = await freePort()
-  const nodeArgs = ['--import', 'tsx']
+  const nodeArgs = options.entry.endsWith('.ts') ? ['--import', 'tsx'] : []
   if (options.cpuProfileDir !== undefined) {
     mkdirSync(options.cpuProfileDir, { recursive: true })
     nodeArgs.push('--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir)
