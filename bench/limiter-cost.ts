@@ -5,13 +5,14 @@
  * own server process (pinned to core 0 when taskset exists); autocannon runs here (core 1), in
  * interleaved rounds so that background load falls on every configuration alike. The key is an
  * enterprise key with limits no run reaches, so every response is a 200 that went through the
- * whole limiter.
+ * whole limiter. Besides req/s it reports the server's CPU time per request (from /proc), which
+ * other load on the machine disturbs much less than req/s.
  *
  *   npx tsx bench/limiter-cost.ts [--duration 8] [--rounds 3] [--connections 16]
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -58,16 +59,24 @@ function startChild (variant: Variant, databaseFile: string, redisUrl: string, r
   })
 }
 
-interface Run { rps: number, p50: number, p99: number, non2xx: number, errors: number }
+interface Run { rps: number, p50: number, p99: number, non2xx: number, errors: number, cpuMicros: number }
 
-async function load (port: number, key: string, seconds: number, connections: number): Promise<Run> {
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds (pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (USER_HZ = 100)
+}
+
+async function load (pid: number, port: number, key: string, seconds: number, connections: number): Promise<Run> {
+  const cpuBefore = cpuSeconds(pid)
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/v1/inventory`,
     headers: { authorization: `Bearer ${key}` },
     connections,
     duration: seconds
   }) as unknown as { requests: { total: number }, duration: number, latency: { p50: number, p99: number }, non2xx: number, errors: number }
-  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors }
+  const cpuMicros = (cpuSeconds(pid) - cpuBefore) * 1e6 / result.requests.total
+  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, cpuMicros }
 }
 
 async function redisAnswers (url: string): Promise<boolean> {
@@ -114,28 +123,35 @@ async function main (): Promise<void> {
   const servers = new Map<Variant, { child: ChildProcess } & Served>()
   try {
     for (const variant of variants) servers.set(variant, await startChild(variant, join(dir, `${variant}.db`), redisUrl, redisPrefix))
-    for (const variant of variants) await load(servers.get(variant)!.port, servers.get(variant)!.key, 2, connections) // warm-up
+    const loadOn = (variant: Variant, duration: number) => {
+      const server = servers.get(variant)!
+      return load(server.child.pid!, server.port, server.key, duration, connections)
+    }
+    for (const variant of variants) await loadOn(variant, 2) // warm-up
 
     const runs = new Map<Variant, Run[]>(variants.map((v) => [v, []]))
     for (let round = 1; round <= rounds; round++) {
-      for (const variant of variants) {
-        const server = servers.get(variant)!
-        const run = await load(server.port, server.key, seconds, connections)
+      // The order rotates each round, so no configuration always follows the same one.
+      for (const variant of variants.map((_, i) => variants[(i + round) % variants.length]!)) {
+        const run = await loadOn(variant, seconds)
         if (run.non2xx > 0 || run.errors > 0) throw new Error(`${variant}: ${run.non2xx} non-2xx, ${run.errors} errors`)
         runs.get(variant)!.push(run)
-        console.log(`round ${round} ${variant.padEnd(6)} ${run.rps.toFixed(0)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms`)
+        console.log(`round ${round} ${variant.padEnd(6)} ${run.rps.toFixed(0)} req/s  p50 ${run.p50} ms  p99 ${run.p99} ms  server CPU ${run.cpuMicros.toFixed(1)} µs/request`)
       }
     }
 
-    const off = median(runs.get('off')!.map((r) => r.rps))
+    const offRps = median(runs.get('off')!.map((r) => r.rps))
+    const offCpu = median(runs.get('off')!.map((r) => r.cpuMicros))
     console.log(`\nGET /v1/inventory, ${connections} connections, ${rounds} × ${seconds} s per configuration${taskset ? ', server on core 0, autocannon on core 1' : ''}\n`)
-    console.log('| rate limits | req/s (median) | rounds | vs off | added per request |')
-    console.log('|---|---|---|---|---|')
+    console.log('| rate limits | req/s (median) | req/s per round | vs off | server CPU per request (median) | added by the limiter |')
+    console.log('|---|---|---|---|---|---|')
     for (const variant of variants) {
-      const all = runs.get(variant)!.map((r) => r.rps)
-      const rps = median(all)
-      const added = variant === 'off' ? '' : `${(1e6 / rps - 1e6 / off).toFixed(1)} µs`
-      console.log(`| ${variant} | ${rps.toFixed(0)} | ${all.map((r) => r.toFixed(0)).join(', ')} | ${variant === 'off' ? '' : `${(100 * (rps / off - 1)).toFixed(1)} %`} | ${added} |`)
+      const rps = median(runs.get(variant)!.map((r) => r.rps))
+      const cpu = median(runs.get(variant)!.map((r) => r.cpuMicros))
+      const perRound = runs.get(variant)!.map((r) => r.rps.toFixed(0)).join(', ')
+      const vsOff = variant === 'off' ? '' : `${(100 * (rps / offRps - 1)).toFixed(1)} %`
+      const added = variant === 'off' ? '' : `${(cpu - offCpu).toFixed(1)} µs`
+      console.log(`| ${variant} | ${rps.toFixed(0)} | ${perRound} | ${vsOff} | ${cpu.toFixed(1)} µs | ${added} |`)
     }
   } finally {
     for (const { child } of servers.values()) child.kill('SIGTERM')
