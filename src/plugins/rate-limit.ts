@@ -140,7 +140,7 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
       setHeaders(reply, binding.limit, 0, banUntil)
       const who = request.apiKey === null ? 'this client address' : 'this API key'
       throw new ApiError('api_key_banned',
-        `${who} is banned until ${new Date(banUntil).toISOString()} for going on sending requests after its rate limit was reached`,
+        `${who} is banned until ${new Date(banUntil).toISOString()} for continuing to send requests after its rate limit was reached`,
         { 'retry-after': String(secondsUntil(at, banUntil)) })
     }
     setHeaders(reply, binding.limit, binding.remaining, binding.resetAt)
