@@ -34,7 +34,7 @@ const envSchema = {
   properties: {
     NODE_ENV: { type: 'string', default: 'development' },
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
-    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    HOST: { type: 'string', pattern: '^\\S+$', default: '127.0.0.1' },
     DATABASE_URL: { type: 'string', pattern: '^(sqlite:.+|postgres(ql)?://.+)$', default: 'sqlite:./data/petstore.db' },
     DATABASE_POOL_MAX: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     DATABASE_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
@@ -52,6 +52,7 @@ const envSchema = {
 } as const
 
 const describe: Record<string, string> = {
+  HOST: 'must be an address or host name without spaces',
   DATABASE_URL: 'must be sqlite:PATH or postgres://…',
   REDIS_URL: 'must be redis://… or rediss://…',
   PUBLIC_BASE_URL: 'must be an http(s) address without a trailing slash'
@@ -70,7 +71,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   if (!validate(raw)) {
     const error = validate.errors?.[0]
     const name = error?.instancePath.slice(1) ?? 'environment'
-    const reason = describe[name] ?? error?.message ?? 'is invalid'
+    const allowed = error?.keyword === 'enum' ? `: ${(error.params as { allowedValues: string[] }).allowedValues.join(', ')}` : ''
+    const reason = describe[name] ?? `${error?.message ?? 'is invalid'}${allowed}`
     throw new ConfigError(`Invalid configuration: ${name} ${reason} (got ${JSON.stringify(env[name])})`)
   }
   const v = raw as Record<string, string | number>
