@@ -191,6 +191,23 @@ export function createPostgresStore (connectionString: string, options: Postgres
   // that wrote anywhere (another instance, the CLI, psql) changes the next snapshot, so nothing
   // committed is ever missed; unrelated writes only cost a needless re-read.
   let inventoryJson: { snapshot: string, text: string } | undefined
+  // Concurrent requests that find the text out of date share one read instead of each running the
+  // whole query at once, but only a read that started after they arrived: it sees every write
+  // acknowledged before them. Reads are numbered as they start.
+  let readsStarted = 0
+  let reading: { id: number, text: Promise<string> } | undefined
+  let queued: Promise<string> | undefined
+  const readInventoryJson = (): Promise<string> => {
+    const id = ++readsStarted
+    const text = query<{ snapshot: string, json: string }>(sql.listInventoryJson).then((rows) => {
+      inventoryJson = { snapshot: rows[0]!.snapshot, text: rows[0]!.json }
+      return rows[0]!.json
+    })
+    reading = { id, text }
+    const clear = () => { if (reading?.id === id) reading = undefined }
+    text.then(clear, clear)
+    return text
+  }
 
   /** One statement in autocommit; the statements of `sql` are prepared once per connection, by name. */
   const query = async <R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> => {
@@ -258,11 +275,14 @@ export function createPostgresStore (connectionString: string, options: Postgres
     listInventory: () => query<InventoryItem>(sql.listInventory),
 
     listInventoryJson: async () => {
+      const arrived = readsStarted
       const cached = inventoryJson
       if (cached !== undefined && (await query<{ snapshot: string }>(sql.currentSnapshot))[0]!.snapshot === cached.snapshot) return cached.text
-      const row = (await query<{ snapshot: string, json: string }>(sql.listInventoryJson))[0]!
-      inventoryJson = { snapshot: row.snapshot, text: row.json }
-      return row.json
+      if (reading === undefined) return readInventoryJson()
+      if (reading.id > arrived) return reading.text
+      const after = reading.text.then(() => {}, () => {})
+      queued ??= after.then(() => { queued = undefined; return readInventoryJson() })
+      return queued
     },
 
     updateInventory: async (petId, quantity) => (await query<InventoryItem>(sql.updateInventory, [quantity, petId]))[0],
