@@ -45,7 +45,7 @@ if (args.help) {
 
 const quick = args.quick
 const rounds = Number(args.rounds ?? (quick ? 1 : 3))
-const durationSec = Number(args.duration ?? (quick ? 2 : 6))
+const durationSec = Number(args.duration ?? (quick ? 2 : 5))
 const warmupSec = Number(args.warmup ?? (quick ? 1 : 2))
 const generator = (args.generator ?? defaultGenerator()) as Generator
 if (generator !== 'wrk' && generator !== 'autocannon') throw new Error('--generator must be wrk or autocannon')
