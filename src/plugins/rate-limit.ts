@@ -1,7 +1,7 @@
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError } from '../errors.js'
+import { ApiError, StoreUnavailableError } from '../errors.js'
 import type { PlanLimits } from '../openapi/document.js'
 import { MemoryRateLimitStore } from '../rate-limit/memory-store.js'
 import { pluginStore } from '../rate-limit/plugin-store.js'
@@ -112,6 +112,13 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
       limits: limitsFor(request.apiKey, options.plans)
     }
     request.rateLimitClient = client
+    if (request.authError instanceof StoreUnavailableError) {
+      // The key could not be looked up: the caller is unknown, not anonymous. Counting it per
+      // address would turn a storage outage into 429s for every client behind that address; it
+      // is answered 503 next, uncounted, with the whole allowance in the headers.
+      setHeaders(reply, client.limits.perMinute, client.limits.perMinute, windowAt(at, MINUTE_MS).end)
+      return
+    }
 
     let banUntil: number | undefined
     let states: (WindowState & { name: string, exceeded: boolean })[]

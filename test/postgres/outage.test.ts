@@ -103,9 +103,8 @@ t.test('writes streaming through an outage: every acknowledged write is kept', a
   running = false
   await Promise.all(workers)
 
-  // While the key cannot be looked up, the rate limiter counts the request under the client
-  // address (anonymous plan), so a long outage can also yield 429 rate_limited: never a 2xx.
-  t.ok([...statuses.keys()].every((status) => status === 200 || status === 503 || status === 429), 'every answer was 200, 503 (or 429)')
+  // While the key cannot be looked up the request is not counted, so an outage never turns into 429s.
+  t.ok([...statuses.keys()].every((status) => status === 200 || status === 503), 'every answer was 200 or 503')
   t.ok(statuses.get(503)! > 0 && statuses.get(200)! > 0, 'the outage was felt, and writes went through before and after it')
   t.comment(`answers: ${JSON.stringify(Object.fromEntries(statuses))}`)
   const final = new Map((await api.store.listInventory()).map((i) => [i.petId, i.quantity]))
