@@ -339,8 +339,8 @@ Written by \`${command}\` (bench/run.ts) on ${startedAt.toISOString()}; ${meta.m
 
 Figures are medians over rounds; errors are summed (non-2xx responses and socket errors).
 Peak RSS is the server process's high-water mark during the measurement. "server CPU" is the
-share of its core the server used (below ~95 % for bare Fastify means the load generator, not the
-server, was the limit); "CPU µs/req" is the server's CPU time per response, steadier than req/s
+share of its core the server used (below ~95 % for bare Fastify means something else was the limit:
+the load generator, or other processes, see "other CPU"); "CPU µs/req" is the server's CPU time per response, steadier than req/s
 on a busy machine; "other CPU" is cores used by anything else on the machine (noise).
 
 ${markdownTable(cells)}
