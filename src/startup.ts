@@ -1,5 +1,5 @@
 import type { Config } from './config.js'
-import { generateApiKey } from './store/api-keys.js'
+import { issueApiKey } from './store/api-keys.js'
 import type { Store } from './store/types.js'
 
 /**
@@ -8,7 +8,6 @@ import type { Store } from './store/types.js'
  */
 export async function ensureDemoKey (store: Store, config: Config): Promise<string | undefined> {
   if (config.nodeEnv === 'production' || await store.countApiKeys() > 0) return undefined
-  const key = generateApiKey()
-  await store.createApiKey({ id: key.id, name: 'demo', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
-  return key.secret
+  const { secret } = await issueApiKey(store, { name: 'demo', plan: 'free' })
+  return secret
 }

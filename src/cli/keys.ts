@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { loadDocument } from '../openapi/document.js'
-import { generateApiKey } from '../store/api-keys.js'
+import { issueApiKey } from '../store/api-keys.js'
 import { createStore } from '../store/create-store.js'
 import type { ApiKeyRecord, Store } from '../store/types.js'
 import { runCli, UsageError } from './run-cli.js'
@@ -45,13 +45,12 @@ async function create (store: Store, args: string[]) {
   const name = values.name ?? `${values.plan} key`
   if (name.length === 0 || name.length > 200) throw new UsageError('--name must be 1 to 200 characters')
 
-  const key = generateApiKey()
-  const record = await store.createApiKey({ id: key.id, name, plan: values.plan, keyHash: key.hash, perMinute, perDay })
+  const { record, secret } = await issueApiKey(store, { name, plan: values.plan, perMinute, perDay })
   if (values.json) {
-    console.log(JSON.stringify({ id: record.id, key: key.secret, plan: record.plan, name: record.name }))
+    console.log(JSON.stringify({ id: record.id, key: secret, plan: record.plan, name: record.name }))
   } else {
     console.log(`Created ${record.id} (${record.plan}, "${record.name}").`)
-    console.log(`API key, shown only now: ${key.secret}`)
+    console.log(`API key, shown only now: ${secret}`)
   }
 }
 

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
+import type { ApiKeyRecord, Store } from './types.js'
 
 const KEY_PREFIX = 'psk_'
 
@@ -11,4 +12,26 @@ export function hashApiKey (key: string): string {
 export function generateApiKey (): { id: string, secret: string, hash: string } {
   const secret = KEY_PREFIX + randomBytes(32).toString('base64url')
   return { id: 'key_' + randomBytes(8).toString('hex'), secret, hash: hashApiKey(secret) }
+}
+
+export interface KeyRequest {
+  name: string
+  plan: string
+  /** Enterprise keys only: their own limits. */
+  perMinute?: number | null
+  perDay?: number | null
+}
+
+/** Creates a key in the store; the secret is returned once and never stored. */
+export async function issueApiKey (store: Store, request: KeyRequest): Promise<{ record: ApiKeyRecord, secret: string }> {
+  const key = generateApiKey()
+  const record = await store.createApiKey({
+    id: key.id,
+    name: request.name,
+    plan: request.plan,
+    keyHash: key.hash,
+    perMinute: request.perMinute ?? null,
+    perDay: request.perDay ?? null
+  })
+  return { record, secret: key.secret }
 }

@@ -5,7 +5,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Response as InjectResponse } from 'light-my-request'
 import { type AppOptions, buildApp } from '../../src/app.js'
 import { type Config, loadConfig } from '../../src/config.js'
-import { generateApiKey } from '../../src/store/api-keys.js'
+import { issueApiKey } from '../../src/store/api-keys.js'
 import type { Store } from '../../src/store/types.js'
 import { checkResponse } from './contract.js'
 import { createTestSchema } from './postgres.js'
@@ -58,11 +58,8 @@ export async function buildTestApp (t: Teardown, options: TestAppOptions = {}): 
   t.teardown(() => app.close())
   await app.ready()
 
-  const createKey = async (plan = 'free', limits?: { perMinute: number, perDay: number }) => {
-    const key = generateApiKey()
-    await app.store.createApiKey({ id: key.id, name: `test ${plan}`, plan, keyHash: key.hash, perMinute: limits?.perMinute ?? null, perDay: limits?.perDay ?? null })
-    return key.secret
-  }
+  const createKey = async (plan = 'free', limits?: { perMinute: number, perDay: number }) =>
+    (await issueApiKey(app.store, { name: `test ${plan}`, plan, ...limits })).secret
   return {
     app,
     store: app.store,

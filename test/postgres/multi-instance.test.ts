@@ -6,11 +6,10 @@ import { Redis } from 'ioredis'
 import t from 'tap'
 import { loadConfig } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
-import { generateApiKey } from '../../src/store/api-keys.js'
-import { createPostgresStore } from '../../src/store/postgres-store.js'
 import { runCli } from '../helpers/cli.js'
 import { createTestSchema } from '../helpers/postgres.js'
 import { type ServerProcess, startServer } from '../helpers/server-process.js'
+import { keyInDatabase } from '../helpers/keys.js'
 
 interface Item { petId: number, quantity: number, status: string }
 
@@ -18,17 +17,6 @@ const REDIS_URL = 'redis://127.0.0.1:6379'
 // Shared rate limits need the Redis-backed limiter (src/plugins/rate-limit.ts with REDIS_KEY_PREFIX).
 const sharedRateLimits = existsSync(join(projectRoot, 'src', 'plugins', 'rate-limit.ts')) && 'redisKeyPrefix' in loadConfig({})
 
-/** A key written straight into the shared schema (quicker than a CLI process; revocation below uses the CLI). */
-async function createKey (databaseUrl: string, plan: string, limits?: { perMinute: number, perDay: number }): Promise<{ id: string, key: string }> {
-  const store = createPostgresStore(databaseUrl, { poolMax: 1 })
-  try {
-    const key = generateApiKey()
-    await store.createApiKey({ id: key.id, name: `test ${plan}`, plan, keyHash: key.hash, perMinute: limits?.perMinute ?? null, perDay: limits?.perDay ?? null })
-    return { id: key.id, key: key.secret }
-  } finally {
-    await store.close()
-  }
-}
 
 const call = (server: ServerProcess, key: string, path: string, init: RequestInit = {}) =>
   fetch(`${server.baseUrl}/v1${path}`, { ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } })
@@ -58,7 +46,7 @@ t.test('two server processes on one PostgreSQL schema (and one Redis), one of th
   t.equal(b.demoKey, undefined, 'the second found it in the shared database')
 
   // Room to spare for the storage part: the rate limits are tested on their own below.
-  const { key } = await createKey(databaseUrl, 'enterprise', { perMinute: 100000, perDay: 1000000 })
+  const { secret: key } = await keyInDatabase(databaseUrl, 'multi-instance', 'enterprise', { perMinute: 100000, perDay: 1000000 })
 
   await t.test('shared inventory: a write on one instance is read on the other', async (t) => {
     t.equal((await patch(a, key, 2, 42)).status, 200)
@@ -78,13 +66,13 @@ t.test('two server processes on one PostgreSQL schema (and one Redis), one of th
   })
 
   await t.test('a key revoked with the keys CLI is refused at once by both instances', async (t) => {
-    const free = await createKey(databaseUrl, 'free')
-    t.equal((await call(a, free.key, '/inventory')).status, 200)
-    t.equal((await call(b, free.key, '/inventory')).status, 200)
+    const free = await keyInDatabase(databaseUrl, 'test free', 'free')
+    t.equal((await call(a, free.secret, '/inventory')).status, 200)
+    t.equal((await call(b, free.secret, '/inventory')).status, 200)
     const revoked = await runCli('keys', ['revoke', free.id], { DATABASE_URL: databaseUrl })
     t.equal(revoked.code, 0, revoked.stderr)
     for (const server of [a, b]) {
-      const res = await call(server, free.key, '/inventory')
+      const res = await call(server, free.secret, '/inventory')
       t.equal(res.status, 401, 'refused on the very next request')
       t.equal((await res.json() as { code: string }).code, 'unauthorized')
     }
@@ -95,12 +83,12 @@ t.test('two server processes on one PostgreSQL schema (and one Redis), one of th
     let statuses: number[] = []
     let remaining: string[] = []
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const free = await createKey(databaseUrl, 'free')
+      const free = await keyInDatabase(databaseUrl, 'test free', 'free')
       statuses = []
       remaining = []
       const resets = new Set<string>()
       for (let i = 0; i < 70; i++) {
-        const res = await call(i < 35 ? a : b, free.key, '/inventory')
+        const res = await call(i < 35 ? a : b, free.secret, '/inventory')
         statuses.push(res.status)
         remaining.push(res.headers.get('x-ratelimit-remaining') ?? '')
         if (res.status === 200) resets.add(res.headers.get('x-ratelimit-reset') ?? '')

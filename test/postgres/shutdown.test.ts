@@ -1,23 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t from 'tap'
-import { generateApiKey } from '../../src/store/api-keys.js'
-import { createPostgresStore } from '../../src/store/postgres-store.js'
-import { adminQuery, createTestSchema, POSTGRES, type TestSchema } from '../helpers/postgres.js'
+import { adminQuery, createTestSchema, POSTGRES } from '../helpers/postgres.js'
 import { type ServerProcess, startServer } from '../helpers/server-process.js'
+import { keyInDatabase } from '../helpers/keys.js'
 
-/** A key with room to spare, written straight into the schema (the CLI is tested elsewhere). */
-async function enterpriseKey (schema: TestSchema): Promise<string> {
-  const store = createPostgresStore(schema.url(), { poolMax: 1 })
-  try {
-    await store.migrate()
-    const key = generateApiKey()
-    await store.createApiKey({ id: key.id, name: 'shutdown test', plan: 'enterprise', keyHash: key.hash, perMinute: 1000000, perDay: 10000000 })
-    return key.secret
-  } finally {
-    await store.close()
-  }
-}
 
 const patch = (server: ServerProcess, key: string, petId: number, quantity: number) =>
   fetch(`${server.baseUrl}/v1/inventory/${petId}`, {
@@ -31,7 +18,7 @@ const connectionsOf = async (applicationName: string) =>
 
 t.test('SIGTERM drains an in-flight request, then closes the pool and exits 0', async (t) => {
   const schema = await createTestSchema(t)
-  const key = await enterpriseKey(schema)
+  const key = (await keyInDatabase(schema.url(), 'shutdown test')).secret
   const applicationName = `petstore-drain-${schema.schema}`
   const server = await startServer(t, { DATABASE_URL: schema.url(POSTGRES.port, { application_name: applicationName }), DATABASE_TIMEOUT_MS: '20000' })
   t.ok(await connectionsOf(applicationName) > 0, 'the instance holds pooled connections')

@@ -7,28 +7,15 @@
  */
 import t, { type Test } from 'tap'
 import { join } from 'node:path'
-import { generateApiKey } from '../../src/store/api-keys.js'
-import { createStore } from '../../src/store/create-store.js'
 import { tempDir } from '../helpers/app.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { type ServerProcess, startServer } from '../helpers/server-process.js'
+import { keyInDatabase } from '../helpers/keys.js'
 
 const ROUNDS = 2
 /** Acknowledged writes after which the process is killed, per round (varied so each round dies elsewhere). */
 const killAfter = (round: number) => 120 + round * 45
 
-/** An enterprise key with limits far above the test, written before the server first starts. */
-async function enterpriseKey (databaseUrl: string): Promise<string> {
-  const store = await createStore(databaseUrl)
-  try {
-    await store.migrate()
-    const key = generateApiKey()
-    await store.createApiKey({ id: key.id, name: 'crash test', plan: 'enterprise', keyHash: key.hash, perMinute: 10_000_000, perDay: 100_000_000 })
-    return key.secret
-  } finally {
-    await store.close()
-  }
-}
 
 async function inventory (server: ServerProcess, authorization: string): Promise<Map<number, number>> {
   const res = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization } })
@@ -91,7 +78,7 @@ async function patchUntilKilled (server: ServerProcess, authorization: string, s
 }
 
 async function crashRounds (t: Test, databaseUrl: string): Promise<void> {
-  const authorization = `Bearer ${await enterpriseKey(databaseUrl)}`
+  const authorization = `Bearer ${(await keyInDatabase(databaseUrl, 'crash test')).secret}`
   let server = await startServer(t, { DATABASE_URL: databaseUrl })
   let current = await inventory(server, authorization)
   t.ok(current.size >= 5, `${current.size} pets to write to`)

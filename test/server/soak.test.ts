@@ -16,11 +16,10 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { generateApiKey } from '../../src/store/api-keys.js'
-import { createStore } from '../../src/store/create-store.js'
 import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { type ServerProcess, startServer } from '../helpers/server-process.js'
+import { keyInDatabase } from '../helpers/keys.js'
 
 const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 20)
 const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? 5)
@@ -45,17 +44,6 @@ function rss (pid: number): number {
   return Number(match[1]) * 1024
 }
 
-async function enterpriseKey (databaseUrl: string): Promise<string> {
-  const store = await createStore(databaseUrl)
-  try {
-    await store.migrate()
-    const key = generateApiKey()
-    await store.createApiKey({ id: key.id, name: 'soak', plan: 'enterprise', keyHash: key.hash, perMinute: 10_000_000, perDay: 100_000_000 })
-    return key.secret
-  } finally {
-    await store.close()
-  }
-}
 
 interface Memory { heapUsed: number, rss: number }
 
@@ -73,7 +61,7 @@ async function collectAndMeasure (server: ServerProcess): Promise<Memory> {
 
 t.test(`soak: ${WARMUP_SECONDS} s warm-up, then ${SOAK_SECONDS} s of mixed load; then live heap growth ≤ ${HEAP_GROWTH_BOUND_MB} MB, RSS growth ≤ ${RSS_GROWTH_BOUND_MB} MB`, async (t) => {
   const databaseUrl = `sqlite:${join(tempDir(t), 'soak.db')}`
-  const key = await enterpriseKey(databaseUrl)
+  const key = (await keyInDatabase(databaseUrl, 'soak')).secret
   const server = await startServer(t, {
     DATABASE_URL: databaseUrl,
     NODE_OPTIONS: `--expose-gc --import ${join(projectRoot, 'test', 'helpers', 'gc-probe.mjs')}`
