@@ -2,6 +2,7 @@ import pg from 'pg'
 import { StoreUnavailableError } from '../errors.js'
 import { statusExpression } from './sql.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, NewApiKey, Order, Pet, PetStatus, Store } from './types.js'
+import { syntheticIdRange } from './catalogue.js'
 
 export interface PostgresStoreOptions {
   /** Most connections this store opens (DATABASE_POOL_MAX). */
@@ -328,8 +329,8 @@ export function createPostgresStore (connectionString: string, options: Postgres
     createSyntheticPets: (count) => bulkTransaction(async (run) => {
       // Like SQLite's write transaction: nobody else adds pets between reading the highest id and inserting.
       await run('LOCK TABLE pets IN SHARE ROW EXCLUSIVE MODE')
-      const start = (await run<{ m: number }>('SELECT COALESCE(MAX(id), 0) AS m FROM pets')).rows[0]!.m + 1
-      const range = [start, start + count - 1]
+      const { first, last } = syntheticIdRange((await run<{ m: number }>('SELECT COALESCE(MAX(id), 0) AS m FROM pets')).rows[0]!.m, count)
+      const range = [first, last]
       await run(`INSERT INTO pets (id, name, photo_urls) SELECT g, 'Pet ' || g, '[]' FROM generate_series($1::bigint, $2::bigint) g`, range)
       await run('INSERT INTO inventory (pet_id, quantity) SELECT g, (g % 50)::integer FROM generate_series($1::bigint, $2::bigint) g', range)
     }),

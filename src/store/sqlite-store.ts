@@ -3,6 +3,7 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { StoreUnavailableError } from '../errors.js'
 import { statusExpression } from './sql.js'
+import { syntheticIdRange } from './catalogue.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, NewApiKey, Order, Pet, PetStatus, Store } from './types.js'
 
 /** Schema versions, applied in order, each once. Never edit one that has shipped: add the next. */
@@ -178,8 +179,8 @@ export function createSqliteStore (file: string): Store {
     createSyntheticPets: (count) => writing('inventory', () => {
       const st = statements()
       db.transaction(() => {
-        const start = (db.prepare('SELECT COALESCE(MAX(id), 0) AS m FROM pets').get() as { m: number }).m + 1
-        for (let id = start; id < start + count; id++) {
+        const { first, last } = syntheticIdRange((db.prepare('SELECT COALESCE(MAX(id), 0) AS m FROM pets').get() as { m: number }).m, count)
+        for (let id = first; id <= last; id++) {
           st.upsertPet.run({ id, name: `Pet ${id}`, categoryId: null, categoryName: null, photoUrls: '[]', tags: null })
           st.upsertInventory.run(id, id % 50)
         }

@@ -167,6 +167,15 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     t.same((await store.listInventory()).slice(-2).map((i) => i.petId), [1001, 1002])
   })
 
+  t.test('synthetic pets never pass the largest exact id, and refusing adds nothing', async (t) => {
+    const store = await factory(t)
+    await store.importCatalogue({ pets: [pet(Number.MAX_SAFE_INTEGER - 1)] })
+    await t.rejects(store.createSyntheticPets(2), /ids would pass 9007199254740991/)
+    t.equal(await store.countPets(), 1)
+    await store.createSyntheticPets(1)
+    t.same((await store.listInventory()).map((i) => i.petId), [Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER])
+  })
+
   t.test('API keys: create, look up by hash, list in creation order, revoke once', async (t) => {
     const store = await factory(t)
     const a = await store.createApiKey({ id: 'key_a', name: 'first', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null })
