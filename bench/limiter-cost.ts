@@ -22,7 +22,8 @@ import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { generateApiKey } from '../src/store/api-keys.js'
+import { issueApiKey } from '../src/store/api-keys.js'
+import { BENCH_LIMITS } from './lib/datasets.js'
 
 type Variant = 'off' | 'memory' | 'redis'
 
@@ -36,12 +37,11 @@ async function serve (variant: Variant, databaseFile: string, redisUrl: string, 
     ...(variant === 'redis' ? { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix } : {})
   })
   const app = await buildApp(config, { rateLimit: variant !== 'off', logger: false })
-  const key = generateApiKey()
-  await app.store.createApiKey({ id: key.id, name: 'bench', plan: 'enterprise', keyHash: key.hash, perMinute: 2_000_000_000, perDay: 2_000_000_000 })
+  const { secret } = await issueApiKey(app.store, { name: 'bench', plan: 'enterprise', ...BENCH_LIMITS })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()
   if (address === null || typeof address === 'string') throw new Error('no port')
-  console.log(JSON.stringify({ port: address.port, key: key.secret } satisfies Served))
+  console.log(JSON.stringify({ port: address.port, key: secret } satisfies Served))
   process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
 }
 

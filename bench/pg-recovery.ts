@@ -14,7 +14,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { projectRoot } from '../src/paths.js'
-import { generateApiKey } from '../src/store/api-keys.js'
+import { issueApiKey } from '../src/store/api-keys.js'
+import { BENCH_LIMITS } from './lib/datasets.js'
 import { createStore } from '../src/store/create-store.js'
 import { startTcpProxy } from '../test/helpers/tcp-proxy.js'
 
@@ -43,8 +44,7 @@ try {
   const databaseUrl = `postgres://postgres@127.0.0.1:${proxy.port}/test?options=${encodeURIComponent(`-c search_path=${schema}`)}`
   const store = await createStore(databaseUrl)
   await store.migrate()
-  const key = generateApiKey()
-  await store.createApiKey({ id: key.id, name: 'bench', plan: 'enterprise', keyHash: key.hash, perMinute: 2_000_000_000, perDay: 2_000_000_000 })
+  const key = await issueApiKey(store, { name: 'bench', plan: 'enterprise', ...BENCH_LIMITS })
   await store.close()
 
   const port = await freePort()

@@ -17,7 +17,8 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { projectRoot } from '../src/paths.js'
-import { generateApiKey } from '../src/store/api-keys.js'
+import { issueApiKey } from '../src/store/api-keys.js'
+import { BENCH_LIMITS } from './lib/datasets.js'
 import { createStore } from '../src/store/create-store.js'
 
 const { values: args } = parseArgs({
@@ -46,8 +47,7 @@ async function startInstance (name: string, databaseUrl: string): Promise<Instan
   // A key with limits far above what a run sends, so the limiter never refuses.
   const store = await createStore(databaseUrl)
   await store.migrate()
-  const key = generateApiKey()
-  await store.createApiKey({ id: key.id, name: 'bench', plan: 'enterprise', keyHash: key.hash, perMinute: 2_000_000_000, perDay: 2_000_000_000 })
+  const key = await issueApiKey(store, { name: 'bench', plan: 'enterprise', ...BENCH_LIMITS })
   await store.close()
 
   const port = await freePort()

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import { projectRoot } from '../../src/paths.js'
-import { generateApiKey } from '../../src/store/api-keys.js'
+import { issueApiKey } from '../../src/store/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { Order } from '../../src/store/types.js'
 
@@ -30,9 +30,7 @@ export async function seedDatabase (databaseUrl: string, size: number): Promise<
     if (await store.countPets() !== 0) throw new Error(`${databaseUrl} is not empty`)
     await store.createSyntheticPets(size)
     await store.importCatalogue({ orders: ordersFor(size) })
-    const key = generateApiKey()
-    await store.createApiKey({ id: key.id, name: 'benchmark', plan: 'enterprise', keyHash: key.hash, ...BENCH_LIMITS })
-    return key.secret
+    return (await issueApiKey(store, { name: 'benchmark', plan: 'enterprise', ...BENCH_LIMITS })).secret
   } finally {
     await store.close()
   }
