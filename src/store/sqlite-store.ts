@@ -4,6 +4,7 @@ import Database from 'better-sqlite3'
 import { StoreUnavailableError } from '../errors.js'
 import { statusExpression } from './sql.js'
 import { syntheticIdRange } from './catalogue.js'
+import { GroupCommit } from './group-commit.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, NewApiKey, Order, Pet, PetStatus, Store } from './types.js'
 
 /** Schema versions, applied in order, each once. Never edit one that has shipped: add the next. */
@@ -113,6 +114,14 @@ export function createSqliteStore (file: string): Store {
   let activeKeysWrites = -1
   const MAX_CACHED_KEYS = 10_000
 
+  // Concurrent PATCHes share one commit; each is answered after it (see GroupCommit).
+  const inventoryUpdates = new GroupCommit(
+    db,
+    ({ petId, quantity }: { petId: number, quantity: number }) => statements().updateInventory.get(quantity, petId) as InventoryItem | undefined,
+    (error) => db.open ? error : new StoreUnavailableError('the database is closed'),
+    () => { inventoryWrites++ }
+  )
+
   return {
     engine: 'sqlite',
 
@@ -131,7 +140,10 @@ export function createSqliteStore (file: string): Store {
 
     ping: () => run(() => { db.prepare('SELECT 1').get() }),
 
-    close: async () => { if (db.open) db.close() },
+    close: async () => {
+      inventoryUpdates.flush()
+      if (db.open) db.close()
+    },
 
     countPets: () => run(() => (statements().countPets.get() as { n: number }).n),
 
@@ -145,7 +157,7 @@ export function createSqliteStore (file: string): Store {
       return inventoryJson.text
     }),
 
-    updateInventory: (petId, quantity) => writing('inventory', () => statements().updateInventory.get(quantity, petId) as InventoryItem | undefined),
+    updateInventory: (petId, quantity) => inventoryUpdates.run({ petId, quantity }),
 
     getPet: (petId) => run(() => {
       const row = statements().getPet.get(petId) as PetRow | undefined
