@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError, StoreUnavailableError } from '../errors.js'
 import type { PlanLimits } from '../openapi/document.js'
+import type { ApiKeyRecord } from '../store/types.js'
 import { MemoryRateLimitStore } from '../rate-limit/memory-store.js'
 import { pluginStore } from '../rate-limit/plugin-store.js'
 import { RedisRateLimitStore } from '../rate-limit/redis-store.js'
@@ -105,12 +106,24 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
     })
   }))
 
+  // Who a key's requests are counted for, made once per key record: the SQLite store hands out
+  // the same record object for as long as the key is unchanged.
+  const anonymousLimits = limitsFor(null, options.plans)
+  const keyClients = new WeakMap<ApiKeyRecord, RateLimitClient>()
+  const clientFor = (request: FastifyRequest): RateLimitClient => {
+    const apiKey = request.apiKey
+    if (apiKey === null) return { key: `ip:${normalizeIP(request.ip)}`, limits: anonymousLimits }
+    let client = keyClients.get(apiKey)
+    if (client === undefined) {
+      client = { key: `key:${apiKey.id}`, limits: limitsFor(apiKey, options.plans) }
+      keyClients.set(apiKey, client)
+    }
+    return client
+  }
+
   app.addHook('onRequest', async (request, reply) => {
     const at = now()
-    const client: RateLimitClient = {
-      key: request.apiKey === null ? `ip:${normalizeIP(request.ip)}` : `key:${request.apiKey.id}`,
-      limits: limitsFor(request.apiKey, options.plans)
-    }
+    const client = clientFor(request)
     request.rateLimitClient = client
     if (request.authError instanceof StoreUnavailableError) {
       // The key could not be looked up: the caller is unknown, not anonymous. Counting it per
@@ -123,10 +136,10 @@ async function rateLimit (app: FastifyInstance, options: RateLimitOptions) {
     let banUntil: number | undefined
     let states: (WindowState & { name: string, exceeded: boolean })[]
     try {
-      const [bannedUntil, ...results] = await Promise.all([
-        store.bannedUntil(client.key, at),
-        ...limiters.map((limiter) => limiter.check(request))
-      ])
+      const checks = Promise.all(limiters.map((limiter) => limiter.check(request)))
+      // The in-memory store answers at once; a Redis answer is awaited together with the counts.
+      const banned = store.bannedUntil(client.key, at)
+      const [results, bannedUntil] = typeof banned === 'object' ? await Promise.all([checks, banned]) : [await checks, banned]
       let banNow = false
       states = results.map((result, i) => {
         if (result.isAllowed) throw new Error('no client is exempt from the rate limits')

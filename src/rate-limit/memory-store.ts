@@ -3,13 +3,16 @@ import { windowAt } from './windows.js'
 
 interface Counter { lengthMs: number, index: number, count: number }
 
-/** Counters and bans in process memory: exact for one instance, lost when it stops. */
+/**
+ * Counters and bans in process memory: exact for one instance, lost when it stops. It answers
+ * synchronously (no promise per request); only ban, ping and close keep the async signature.
+ */
 export class MemoryRateLimitStore implements RateLimitStore {
   private readonly counters = new Map<string, Counter>()
   private readonly bans = new Map<string, number>()
   private nextSweep = 0
 
-  async hit (client: string, lengthMs: number, now: number): Promise<number> {
+  hit (client: string, lengthMs: number, now: number): number {
     this.sweep(now)
     const { index } = windowAt(now, lengthMs)
     const key = `${client} ${lengthMs}`
@@ -22,7 +25,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return counter.count
   }
 
-  async bannedUntil (client: string, now: number): Promise<number | undefined> {
+  bannedUntil (client: string, now: number): number | undefined {
     return this.isBanned(client, now) ? this.bans.get(client) : undefined
   }
 

@@ -13,10 +13,17 @@ export function pluginStore (store: RateLimitStore, now: () => number): FastifyR
   return class PluginStore implements FastifyRateLimitStore {
     incr (key: string, callback: IncrCallback, timeWindow: number): void {
       const at = now()
-      store.hit(key, timeWindow, at).then(
-        (count) => callback(null, { current: count, ttl: windowAt(at, timeWindow).end - at }),
-        (error: Error) => callback(error)
-      )
+      const ttl = windowAt(at, timeWindow).end - at
+      let count: number | Promise<number>
+      try {
+        count = store.hit(key, timeWindow, at)
+      } catch (error) {
+        callback(error as Error)
+        return
+      }
+      // A synchronous store answers in this same call: no promise per request.
+      if (typeof count === 'number') callback(null, { current: count, ttl })
+      else count.then((current) => callback(null, { current, ttl }), (error: Error) => callback(error))
     }
 
     // The counters are keyed by window length already, so a child needs no namespace of its own.

@@ -1,11 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import type { ApiKeyRecord, Store } from './types.js'
 
 const KEY_PREFIX = 'psk_'
 
 /** SHA-256 of the presented key: the only form in which keys are stored or looked up. */
 export function hashApiKey (key: string): string {
-  return createHash('sha256').update(key).digest('hex')
+  // One-shot crypto.hash: a third of the cost of createHash().update().digest() for a short input.
+  return hash('sha256', key, 'hex')
 }
 
 /** A fresh key: 32 random bytes shown as psk_ + base64url, and its hash. */

@@ -138,3 +138,41 @@ t.test('NODE_ENV=production creates no demo key', async (t) => {
   t.same(db.prepare('SELECT COUNT(*) AS n FROM api_keys').get(), { n: 0 }, 'no key in the database')
   t.ok((db.prepare('SELECT COUNT(*) AS n FROM pets').get() as { n: number }).n > 0, 'the demo catalogue is still loaded (SEED defaults to true)')
 })
+
+t.test('under continuous load, a key revoked by the CLI fails on every request sent after the revocation', async (t) => {
+  // The SQLite store reads the database's change counter once per event-loop turn (see
+  // dataVersionReader): a busy server must still see another process's commit from its next turn.
+  const databaseUrl = `sqlite:${join(tempDir(t), 'busy.db')}`
+  const server = await startServer(t, { DATABASE_URL: databaseUrl, NODE_ENV: 'production' })
+  const created = await runCli('keys', ['create', '--plan', 'enterprise', '--per-minute', '1000000', '--per-day', '1000000', '--json'], { DATABASE_URL: databaseUrl })
+  const { id, key } = JSON.parse(created.stdout) as { id: string, key: string }
+  const headers = { authorization: `Bearer ${key}` }
+
+  // 16 clients send back to back until told to stop; each records the status and when it sent.
+  let revokedAt = Infinity
+  let stop = false
+  const sentAfterRevocation: number[] = []
+  let answered = 0
+  const client = async () => {
+    while (!stop) {
+      const sentAt = performance.now()
+      const res = await fetch(`${server.baseUrl}/v1/store/orders`, { headers })
+      await res.arrayBuffer()
+      answered++
+      if (sentAt > revokedAt) sentAfterRevocation.push(res.status)
+    }
+  }
+  const clients = Array.from({ length: 16 }, client)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal((await runCli('keys', ['revoke', id], { DATABASE_URL: databaseUrl })).code, 0, 'revoked while the server is busy')
+  revokedAt = performance.now()
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  stop = true
+  await Promise.all(clients)
+  t.ok(answered > 50, `the server was under load (${answered} requests answered)`)
+  t.ok(sentAfterRevocation.length > 0, `requests were sent after the revocation (${sentAfterRevocation.length})`)
+  // Refused as unauthenticated: 401, then 429 once the client address has used the Free plan's
+  // allowance that requests without a valid key are counted against.
+  t.equal(sentAfterRevocation[0], 401, 'the first was refused as unauthorized')
+  t.same([...new Set(sentAfterRevocation)].filter((status) => status !== 401 && status !== 429), [], 'none of them was served')
+})
