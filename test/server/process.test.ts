@@ -153,12 +153,14 @@ t.test('under continuous load, a key revoked by the CLI fails on every request s
   let stop = false
   const sentAfterRevocation: number[] = []
   let answered = 0
+  const statuses = new Set<number>()
   const client = async () => {
     while (!stop) {
       const sentAt = performance.now()
       const res = await fetch(`${server.baseUrl}/v1/store/orders`, { headers })
       await res.arrayBuffer()
       answered++
+      statuses.add(res.status)
       if (sentAt > revokedAt) sentAfterRevocation.push(res.status)
     }
   }
@@ -171,8 +173,8 @@ t.test('under continuous load, a key revoked by the CLI fails on every request s
   await Promise.all(clients)
   t.ok(answered > 50, `the server was under load (${answered} requests answered)`)
   t.ok(sentAfterRevocation.length > 0, `requests were sent after the revocation (${sentAfterRevocation.length})`)
-  // Refused as unauthenticated: 401, then 429 once the client address has used the Free plan's
-  // allowance that requests without a valid key are counted against.
-  t.equal(sentAfterRevocation[0], 401, 'the first was refused as unauthorized')
+  // Refused as unauthenticated: 401, or 429 once the client address has used up the Free plan's
+  // allowance, which requests without a valid key are counted against.
   t.same([...new Set(sentAfterRevocation)].filter((status) => status !== 401 && status !== 429), [], 'none of them was served')
+  t.ok(statuses.has(401), 'the revoked key was answered 401 (before the address reached its limit)')
 })
