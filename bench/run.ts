@@ -21,7 +21,7 @@ import { projectRoot } from '../src/paths.js'
 import { createPostgresDatabase, dropPostgresDatabase, postgresUnavailable, redact, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes } from './lib/proc.js'
-import { type Cell, type ConfigId, configTitles, evaluateTargets, markdownTable, markdownTargets, summarize, targetLines, textTable } from './lib/report.js'
+import { type Cell, type ConfigId, configTitles, evaluateReferences, evaluateTargets, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
 import { type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
 const { values: args } = parseArgs({
@@ -70,7 +70,7 @@ interface Workload {
   configs: ConfigId[]
   /** What the service and the peer are asked. */
   requests: RequestTemplate[]
-  /** What bare Fastify is asked instead, for the ceiling of the same workload. */
+  /** What bare Fastify is asked instead, for the ceiling of the same workload; absent: the same requests. */
   barePath?: string
 }
 
@@ -94,8 +94,9 @@ const allWorkloads: Workload[] = [
   { id: 'list-100k', title: 'GET list, 100,000', connections: 10, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-100k-1c', title: 'GET list, 100,000, 1 conn', connections: 1, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-10k-writes', title: 'GET list, 10,000, 1 write in 10', connections: 50, size: 10_000, configs: services, requests: listWithWritesRequests },
-  { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: services, requests: patchRequests },
-  { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: services, requests: getPetRequests }
+  // Bare Fastify answers these two from a Map (bench/servers/bare.ts): their ceiling without auth, limits or storage.
+  { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: all, requests: patchRequests },
+  { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: all, requests: getPetRequests }
 ]
 
 const onlyWorkloads = args.only?.split(',')
@@ -232,7 +233,7 @@ const serverFor = (w: Workload, config: ConfigId) => servers.get(config === 'bar
 
 async function measure (w: Workload, config: ConfigId, seconds: number, round: number) {
   const server = serverFor(w, config)
-  const requests: RequestTemplate[] = config === 'bare' ? [{ method: 'GET', path: w.barePath! }] : w.requests
+  const requests: RequestTemplate[] = config === 'bare' && w.barePath !== undefined ? [{ method: 'GET', path: w.barePath }] : w.requests
   const headers: Record<string, string> = config === 'bare' ? {} : { authorization: `Bearer ${keys.get(`${config}-${w.size ?? 100}`)}` }
   if (requests.some((r) => r.body !== undefined)) headers['content-type'] = 'application/json'
 
@@ -297,6 +298,7 @@ const loadAverageAfter = (await import('node:os')).loadavg()
 // ---- Report ---------------------------------------------------------------------------------
 
 const targets = evaluateTargets(cells, 'sqlite')
+const references = evaluateReferences(cells, 'sqlite')
 const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres') : []
 const busy = cells.flatMap((c) => c.samples).map((s) => s.otherCpu)
 const maxOther = busy.length === 0 ? 0 : Math.max(...busy)
@@ -310,7 +312,7 @@ const meta = {
   node: process.version,
   generator,
   pinned: twoCores,
-  mode: quick ? 'quick' : 'full',
+  mode: quick ? 'quick' : args.only !== undefined || args.configs !== undefined ? 'partial' : 'full',
   rounds,
   durationSec,
   warmupSec,
@@ -324,6 +326,8 @@ const meta = {
 console.log('\n' + textTable(cells))
 console.log('\nTargets of issue 5 (medians of per-round ratios):')
 for (const line of [...targetLines(targets), ...targetLines(pgTargets)]) console.log('  ' + line)
+if (references.length > 0) console.log('\nReferences from the same run (not targets):')
+for (const line of referenceLines(references)) console.log('  ' + line)
 for (const n of notes) console.log(`note: ${n}`)
 
 const command = quick ? 'npm run bench -- --quick' : `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
@@ -350,7 +354,7 @@ ${markdownTable(cells)}
 Ratios are medians of per-round ratios (both figures from the same round).
 
 ${markdownTargets(targets)}
-${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}
+${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then.\n\n${markdownReferences(references)}\n` : ''}
 ${notes.length > 0 ? '## Notes\n\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''}`
 
 mkdirSync(resultsDir, { recursive: true })
@@ -360,6 +364,7 @@ writeFileSync(join(resultsDir, 'results.json'), JSON.stringify({
   summary: cells.map(summarize),
   targets,
   postgresTargets: pgTargets,
+  references,
   cells: cells.map((c) => ({ ...c, configTitle: configTitles[c.config] }))
 }, null, 2) + '\n')
 console.log(`\nwrote ${relative(projectRoot, join(resultsDir, 'results.md'))} and results.json${profileDir ? `; CPU profiles in ${relative(projectRoot, profileDir)}` : ''}`)

@@ -139,6 +139,38 @@ export function evaluateTargets (cells: Cell[], engine: 'sqlite' | 'postgres' = 
   return results
 }
 
+export interface Reference {
+  what: string
+  measured: string
+}
+
+/**
+ * Figures that put the targets in perspective, measured in the same run: how close the service
+ * comes to bare Fastify answering the same PATCH and GET pet requests from a Map (no auth, limits
+ * or storage), how far that bare PATCH itself is from bare GET /, and the latency tail bare
+ * Fastify shows on this machine under the same load.
+ */
+export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres' = 'sqlite'): Reference[] {
+  const refs: Reference[] = []
+  const root = find(cells, 'root', 'bare')
+  const barePatch = find(cells, 'patch', 'bare')
+  const push = (what: string, value: number | undefined) => { if (value !== undefined) refs.push({ what, measured: x(value) }) }
+  push('bare Fastify PATCH (from a Map) / bare Fastify GET /', ratio(barePatch, root))
+  push(`PATCH, ${engine} / bare Fastify PATCH (from a Map)`, ratio(find(cells, 'patch', engine), barePatch))
+  push(`GET pet, ${engine} / bare Fastify GET pet (from a Map)`, ratio(find(cells, 'get-pet', engine), find(cells, 'get-pet', 'bare')))
+  const bareLoaded = cells.filter((c) => c.config === 'bare' && c.connections === 50).map(summarize)
+  const worst = bareLoaded.reduce<CellSummary | undefined>((w, c) => (w === undefined || c.p99 / c.p50 > w.p99 / w.p50) ? c : w, undefined)
+  if (worst !== undefined) {
+    refs.push({ what: 'p99 / p50 of bare Fastify at 50 connections (worst workload)', measured: `${(worst.p99 / worst.p50).toFixed(2)} × (${worst.workload}: p50 ${worst.p50.toFixed(2)} ms, p99 ${worst.p99.toFixed(2)} ms)` })
+  }
+  return refs
+}
+
+export const referenceLines = (refs: Reference[]) => refs.map((r) => `${r.what}: ${r.measured}`)
+
+export const markdownReferences = (refs: Reference[]) =>
+  ['| reference | measured |', '|---|---|', ...refs.map((r) => `| ${r.what} | ${r.measured} |`)].join('\n')
+
 function pad (rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
   return rows.map((r) => r.map((c, i) => i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  ')).join('\n')

@@ -32,18 +32,30 @@ export class GroupCommit<A, R> {
   private scheduled = false
   private readonly applyAll: Database.Transaction<(batch: Pending<A, R>[]) => Outcome<R>[]>
 
-  constructor (
-    private readonly db: Database.Database,
+  private readonly db: Database.Database
+  private readonly failure: (error: unknown) => unknown
+  private readonly beforeBatch: () => void
+  private readonly afterBatch: () => void
+
+  constructor (options: {
+    db: Database.Database
     /** Runs one call inside the open transaction. */
-    private readonly apply: (args: A) => R,
+    apply: (args: A) => R
     /** Turns a failure of the whole batch into the error its callers see. */
-    private readonly failure: (error: unknown) => unknown,
+    failure: (error: unknown) => unknown
+    /** Called before each batch (to end a read transaction the connection holds). */
+    beforeBatch?: () => void
     /** Called after every batch, committed or not (change counters: a needless re-read is harmless). */
-    private readonly afterBatch: () => void = () => {}
-  ) {
+    afterBatch?: () => void
+  }) {
+    const { db, apply } = options
+    this.db = db
+    this.failure = options.failure
+    this.beforeBatch = options.beforeBatch ?? (() => {})
+    this.afterBatch = options.afterBatch ?? (() => {})
     this.applyAll = db.transaction((batch: Pending<A, R>[]) => batch.map((call): Outcome<R> => {
       try {
-        return { ok: true, value: this.apply(call.args) }
+        return { ok: true, value: apply(call.args) }
       } catch (error) {
         // A trigger's RAISE(ROLLBACK) is a constraint error too, but ends the transaction.
         if (!isConstraintError(error) || !db.inTransaction) throw error
@@ -71,6 +83,7 @@ export class GroupCommit<A, R> {
     let results: Outcome<R>[]
     try {
       if (!this.db.open) throw new Error('the database is closed')
+      this.beforeBatch()
       results = this.applyAll.immediate(batch)
     } catch (error) {
       const failure = this.failure(error)

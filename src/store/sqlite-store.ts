@@ -5,6 +5,8 @@ import { StoreUnavailableError } from '../errors.js'
 import { statusExpression } from './sql.js'
 import { syntheticIdRange } from './catalogue.js'
 import { GroupCommit } from './group-commit.js'
+import { StampedCache } from './stamped-cache.js'
+import { noteCommit, TurnSnapshot } from './turn-snapshot.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, NewApiKey, Order, Pet, PetStatus, Store } from './types.js'
 
 /** Schema versions, applied in order, each once. Never edit one that has shipped: add the next. */
@@ -57,31 +59,13 @@ function toPet (row: PetRow): Pet {
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({ ...row })
 
-// Commits made through any SQLite store of this process (tests run several instances on one file).
-let commitsInProcess = 0
-
-/**
- * PRAGMA data_version, read at most once per event-loop turn (until the next setImmediate) unless
- * this process has committed since. Reading it opens a read transaction (two file-lock system
- * calls), which costs more than the UPDATE of a PATCH.
- */
-function dataVersionReader (db: Database.Database): () => number {
-  const statement = db.prepare('PRAGMA data_version').pluck()
-  let value = 0
-  let fresh = false
-  let commitsAtRead = -1
-  const expire = () => { fresh = false }
-  return () => {
-    if (!fresh || commitsAtRead !== commitsInProcess) {
-      value = statement.get() as number
-      commitsAtRead = commitsInProcess
-      if (!fresh) {
-        fresh = true
-        setImmediate(expire)
-      }
-    }
-    return value
+/** Cached values are shared by every request that reads them: none may change one. */
+function deepFreeze<T> (value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child)
+    Object.freeze(value)
   }
+  return value
 }
 
 /**
@@ -98,12 +82,14 @@ export function createSqliteStore (file: string): Store {
   db.pragma('foreign_keys = ON')
   db.pragma('busy_timeout = 5000')
 
-  const run = <T>(work: () => T): Promise<T> => {
+  // Reads share one transaction per event-loop turn (see TurnSnapshot); writes end it first.
+  const snapshot = new TurnSnapshot(db)
+  const failed = (error: unknown) => db.open ? error : new StoreUnavailableError('the database is closed')
+  const reading = <T>(work: () => T): Promise<T> => {
     try {
-      return Promise.resolve(work())
+      return Promise.resolve(snapshot.read(work))
     } catch (error) {
-      if (!db.open) return Promise.reject(new StoreUnavailableError('the database is closed'))
-      return Promise.reject(error)
+      return Promise.reject(failed(error))
     }
   }
 
@@ -111,47 +97,45 @@ export function createSqliteStore (file: string): Store {
   let s: ReturnType<typeof prepareStatements> | undefined
   const statements = () => (s ??= prepareStatements(db))
 
-  // Change detection for the two caches below. PRAGMA data_version changes whenever another
-  // connection commits (the keys CLI, db:seed, another server process on the same file); it does
-  // not change for this connection's own commits, which are counted here instead. A cached value
-  // is used only while both are as they were when it was read. The version is read once per
-  // event-loop turn: requests handled in one turn arrived together and see the database as of
-  // that turn, and a commit by another process is seen from the next turn on (well under a
-  // millisecond when idle, a few under full load). A commit by this process is seen at once.
-  const dataVersion = dataVersionReader(db)
+  // Change detection for the two caches below. PRAGMA data_version (snapshot.changeCounter())
+  // changes whenever another connection commits (the keys CLI, db:seed, another server process on
+  // the same file); it does not change for this connection's own commits, which are counted here
+  // instead. A cached value is used only while both are as they were when it was read.
   let inventoryWrites = 0
   let keyWrites = 0
   /** Runs a write, then counts it (also when it fails: a needless re-read is harmless). */
-  const writing = <T>(kind: 'inventory' | 'keys' | 'all', work: () => T): Promise<T> => run(() => {
+  const writing = <T>(kind: 'inventory' | 'keys' | 'all', work: () => T): Promise<T> => {
     try {
-      return work()
+      snapshot.end()
+      return Promise.resolve(work())
+    } catch (error) {
+      return Promise.reject(failed(error))
     } finally {
       if (kind !== 'keys') inventoryWrites++
       if (kind !== 'inventory') keyWrites++
-      commitsInProcess++
+      noteCommit()
     }
-  })
+  }
 
   // The inventory list as JSON text, as last built; read again when anything may have changed.
   // The data version is read before the list, so the text is never older than its stamp (a newer
   // text under an older stamp is only rebuilt once more).
   let inventoryJson: { version: number, writes: number, text: string } | undefined
 
-  // Active keys by hash, as last read: one cheap version check instead of a lookup per request.
-  // Any commit (a revocation by the CLI included) empties it, from the next turn on.
-  // Only keys that exist are kept; the map is bounded.
-  const activeKeys = new Map<string, ApiKeyRecord>()
-  let activeKeysVersion = -1
-  let activeKeysWrites = -1
-  const MAX_CACHED_KEYS = 10_000
+  // Active keys by hash, and pets by id, as last read under the same stamps as the list: one
+  // in-memory lookup instead of a query per request. Any commit (a revocation by the CLI
+  // included) empties them; only what exists is kept, and each map is bounded.
+  const activeKeys = new StampedCache<string, ApiKeyRecord | undefined>(10_000)
+  const pets = new StampedCache<number, Pet | undefined>(10_000)
 
   // Concurrent PATCHes share one commit; each is answered after it (see GroupCommit).
-  const inventoryUpdates = new GroupCommit(
+  const inventoryUpdates = new GroupCommit({
     db,
-    ({ petId, quantity }: { petId: number, quantity: number }) => statements().updateInventory.get(quantity, petId) as InventoryItem | undefined,
-    (error) => db.open ? error : new StoreUnavailableError('the database is closed'),
-    () => { inventoryWrites++; commitsInProcess++ }
-  )
+    apply: ({ petId, quantity }: { petId: number, quantity: number }) => statements().updateInventory.get(quantity, petId) as InventoryItem | undefined,
+    failure: failed,
+    beforeBatch: () => { snapshot.end() },
+    afterBatch: () => { inventoryWrites++; noteCommit() }
+  })
 
   return {
     engine: 'sqlite',
@@ -169,19 +153,20 @@ export function createSqliteStore (file: string): Store {
       }).immediate()
     }),
 
-    ping: () => run(() => { db.prepare('SELECT 1').get() }),
+    ping: () => reading(() => { db.prepare('SELECT 1').get() }),
 
     close: async () => {
       inventoryUpdates.flush()
+      snapshot.end()
       if (db.open) db.close()
     },
 
-    countPets: () => run(() => (statements().countPets.get() as { n: number }).n),
+    countPets: () => reading(() => (statements().countPets.get() as { n: number }).n),
 
-    listInventory: () => run(() => statements().listInventory.all() as InventoryItem[]),
+    listInventory: () => reading(() => statements().listInventory.all() as InventoryItem[]),
 
-    listInventoryJson: () => run(() => {
-      const version = dataVersion()
+    listInventoryJson: () => reading(() => {
+      const version = snapshot.changeCounter()
       if (inventoryJson?.version !== version || inventoryJson.writes !== inventoryWrites) {
         inventoryJson = { version, writes: inventoryWrites, text: statements().listInventoryJson.get() as string }
       }
@@ -190,12 +175,12 @@ export function createSqliteStore (file: string): Store {
 
     updateInventory: (petId, quantity) => inventoryUpdates.run({ petId, quantity }),
 
-    getPet: (petId) => run(() => {
+    getPet: (petId) => reading(() => pets.get(snapshot.changeCounter(), inventoryWrites, petId, () => {
       const row = statements().getPet.get(petId) as PetRow | undefined
-      return row && toPet(row)
-    }),
+      return row && deepFreeze(toPet(row))
+    })),
 
-    listOrders: () => run(() => (statements().listOrders.all() as OrderRow[]).map((o) => ({ ...o, complete: o.complete === 1 }))),
+    listOrders: () => reading(() => (statements().listOrders.all() as OrderRow[]).map((o) => ({ ...o, complete: o.complete === 1 }))),
 
     importCatalogue: (catalogue: Catalogue) => writing('inventory', () => {
       const st = statements()
@@ -235,7 +220,7 @@ export function createSqliteStore (file: string): Store {
       return toKey(statements().keyById.get(key.id) as KeyRow)
     }),
 
-    listApiKeys: () => run(() => (statements().listKeys.all() as KeyRow[]).map(toKey)),
+    listApiKeys: () => reading(() => (statements().listKeys.all() as KeyRow[]).map(toKey)),
 
     revokeApiKey: (id) => writing('keys', () => {
       statements().revokeKey.run(new Date().toISOString(), id)
@@ -243,24 +228,12 @@ export function createSqliteStore (file: string): Store {
       return row && toKey(row)
     }),
 
-    findActiveApiKey: (keyHash) => run(() => {
-      const version = dataVersion()
-      if (version !== activeKeysVersion || keyWrites !== activeKeysWrites) {
-        activeKeys.clear()
-        activeKeysVersion = version
-        activeKeysWrites = keyWrites
-      }
-      const cached = activeKeys.get(keyHash)
-      if (cached !== undefined) return cached
+    findActiveApiKey: (keyHash) => reading(() => activeKeys.get(snapshot.changeCounter(), keyWrites, keyHash, () => {
       const row = statements().activeKeyByHash.get(keyHash) as KeyRow | undefined
-      if (row === undefined) return undefined
-      const key = Object.freeze(toKey(row))
-      if (activeKeys.size >= MAX_CACHED_KEYS) activeKeys.clear()
-      activeKeys.set(keyHash, key)
-      return key
-    }),
+      return row && Object.freeze(toKey(row))
+    })),
 
-    countApiKeys: () => run(() => (statements().countKeys.get() as { n: number }).n)
+    countApiKeys: () => reading(() => (statements().countKeys.get() as { n: number }).n)
   }
 }
 

@@ -36,6 +36,29 @@ t.test('a write committed by another connection is in the next list', async (t) 
   t.equal((await list(server)).length, 4, 'pets added by another connection')
 })
 
+t.test('a pet read again after a write shows it: by this store, another store, or plain SQL', async (t) => {
+  const { file, server, other } = await twoConnections(t)
+  t.equal((await server.getPet(1))?.status, 'available')
+  t.equal(await server.getPet(1), await server.getPet(1), 'unchanged: the same object, read once')
+  t.ok(Object.isFrozen(await server.getPet(1)), 'which no caller can change')
+
+  await server.updateInventory(1, 0)
+  t.equal((await server.getPet(1))?.status, 'sold', 'a PATCH through this store')
+  await other.updateInventory(1, 3)
+  t.equal((await server.getPet(1))?.status, 'available', 'a PATCH through another store')
+  await other.importCatalogue({ pets: [{ id: 1, name: 'Renamed', photoUrls: [] }] })
+  t.equal((await server.getPet(1))?.name, 'Renamed', 'a pet re-imported by another store (db:seed)')
+  t.equal(await server.getPet(3), undefined, 'an unknown pet')
+  await other.createSyntheticPets(1)
+  t.equal((await server.getPet(3))?.name, 'Pet 3', 'and then created by another store')
+
+  const raw = new Database(file)
+  t.teardown(() => raw.close())
+  raw.prepare('UPDATE inventory SET quantity = 0 WHERE pet_id = 1').run()
+  await nextTurn()
+  t.equal((await server.getPet(1))?.status, 'sold', 'plain SQL on another connection, from the next turn')
+})
+
 t.test('writes from outside the store API (plain SQL on another connection) are seen too', async (t) => {
   const { file, server } = await twoConnections(t)
   await list(server)
