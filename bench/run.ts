@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util'
 import { projectRoot } from '../src/paths.js'
 import { createPostgresDatabase, dropPostgresDatabase, postgresUnavailable, redact, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
-import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes } from './lib/proc.js'
+import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
 import { type Cell, type ConfigId, configTitles, evaluateReferences, evaluateTargets, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
 import { type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
@@ -46,7 +46,7 @@ if (args.help) {
 const quick = args.quick
 const rounds = Number(args.rounds ?? (quick ? 1 : 3))
 const durationSec = Number(args.duration ?? (quick ? 2 : 5))
-const warmupSec = Number(args.warmup ?? (quick ? 1 : 2))
+const warmupSec = Number(args.warmup ?? (quick ? 1 : 5))
 const generator = (args.generator ?? defaultGenerator()) as Generator
 if (generator !== 'wrk' && generator !== 'autocannon') throw new Error('--generator must be wrk or autocannon')
 const adminPgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -238,6 +238,11 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
   if (requests.some((r) => r.body !== undefined)) headers['content-type'] = 'application/json'
 
   await waitIdle(server.pid)
+  // Full runs also wait for the rest of the machine (a quick run has no time to spare).
+  if (!quick) {
+    const busy = await waitMachineQuiet(0.15, 20_000)
+    if (busy >= 0.15) noisyStarts++
+  }
   const resettable = resetPeakRss(server.pid)
   let polledPeak = rssBytes(server.pid) ?? 0
   const poller = setInterval(() => { polledPeak = Math.max(polledPeak, rssBytes(server.pid) ?? 0) }, 100)
@@ -262,6 +267,9 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
   const peakRss = resettable ? (peakRssBytes(server.pid) ?? polledPeak) : polledPeak
   return { ...result, round, peakRss: peakRss || undefined, serverCpu, cpuPerRequest: serverCpuSeconds * 1e6 / Math.max(1, result.requests), otherCpu: Math.max(0, busyCores - serverCpu - generatorCpuShare) }
 }
+
+/** Measurements that started while the machine was still busy after 20 s of waiting. */
+let noisyStarts = 0
 
 const cells: Cell[] = []
 for (const w of workloads) for (const config of w.configs) cells.push({ workload: w.id, workloadTitle: w.title, config, connections: w.connections, samples: [] })
@@ -302,6 +310,7 @@ const references = evaluateReferences(cells, 'sqlite')
 const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres') : []
 const busy = cells.flatMap((c) => c.samples).map((s) => s.otherCpu)
 const maxOther = busy.length === 0 ? 0 : Math.max(...busy)
+if (noisyStarts > 0) note(`${noisyStarts} measurement(s) started while other processes still kept 0.15 cores or more busy after 20 s of waiting`)
 if (maxOther > 0.2) note(`other processes kept up to ${maxOther.toFixed(2)} cores busy during some measurements: figures are noisy; rerun on a quiet machine`)
 
 const meta = {

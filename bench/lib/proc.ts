@@ -49,6 +49,24 @@ export function machineJiffies (): { busy: number, total: number } {
   return { busy: total - idle, total }
 }
 
+/**
+ * Waits until the whole machine is quiet: fewer than `maxBusyCores` cores busy over a 500 ms
+ * window (PostgreSQL's autovacuum after a write workload, say, would otherwise run during the next
+ * measurement). Resolves with the busy cores last seen; gives up after `maxMs`.
+ */
+export async function waitMachineQuiet (maxBusyCores = 0.1, maxMs = 30_000): Promise<number> {
+  const deadline = Date.now() + maxMs
+  let busy = Infinity
+  while (Date.now() < deadline) {
+    const before = machineJiffies()
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const after = machineJiffies()
+    busy = coreCount() * (after.busy - before.busy) / Math.max(1, after.total - before.total)
+    if (busy < maxBusyCores) break
+  }
+  return busy
+}
+
 export const coreCount = () => cpus().length
 export const cpuModel = (): string => {
   try {
