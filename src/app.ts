@@ -4,6 +4,7 @@ import { handlers as generatedHandlers } from '../handlers/index.js'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import type { HandlerMap } from './http/operation-types.js'
+import { atEndOfTurn } from './http/end-of-turn.js'
 import { formatValidationErrors, installJsonBodyParser } from './http/json-body.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
 import { type ApiDocument, loadDocument } from './openapi/document.js'
@@ -73,7 +74,8 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
     if (closing) reply.header('connection', 'close')
-    done(null, payload)
+    // Responses leave together at the end of the event-loop turn (see atEndOfTurn).
+    atEndOfTurn(() => { done(null, payload) })
   })
 
   await app.register(errorHandling)
