@@ -97,7 +97,7 @@ export function createSqliteStore (file: string): Store {
   let s: ReturnType<typeof prepareStatements> | undefined
   const statements = () => (s ??= prepareStatements(db))
 
-  // Change detection for the two caches below. PRAGMA data_version (snapshot.changeCounter())
+  // Change detection for the caches below. PRAGMA data_version (snapshot.changeCounter())
   // changes whenever another connection commits (the keys CLI, db:seed, another server process on
   // the same file); it does not change for this connection's own commits, which are counted here
   // instead. A cached value is used only while both are as they were when it was read.
@@ -117,14 +117,11 @@ export function createSqliteStore (file: string): Store {
     }
   }
 
-  // The inventory list as JSON text, as last built; read again when anything may have changed.
-  // The data version is read before the list, so the text is never older than its stamp (a newer
-  // text under an older stamp is only rebuilt once more).
-  let inventoryJson: { version: number, writes: number, text: string } | undefined
-
-  // Active keys by hash, and pets by id, as last read under the same stamps as the list: one
-  // in-memory lookup instead of a query per request. Any commit (a revocation by the CLI
-  // included) empties them; only what exists is kept, and each map is bounded.
+  // The inventory list as JSON text, active keys by hash and pets by id, as last read: one
+  // in-memory lookup instead of a query per request. Any commit (a revocation by the CLI included)
+  // empties them; only what exists is kept, and each map is bounded. The change counter is read
+  // before the value, so a value is never older than its stamp (a newer one is only read again).
+  const inventoryText = new StampedCache<'list', string>(1)
   const activeKeys = new StampedCache<string, ApiKeyRecord | undefined>(10_000)
   const pets = new StampedCache<number, Pet | undefined>(10_000)
 
@@ -165,13 +162,8 @@ export function createSqliteStore (file: string): Store {
 
     listInventory: () => reading(() => statements().listInventory.all() as InventoryItem[]),
 
-    listInventoryJson: () => reading(() => {
-      const version = snapshot.changeCounter()
-      if (inventoryJson?.version !== version || inventoryJson.writes !== inventoryWrites) {
-        inventoryJson = { version, writes: inventoryWrites, text: statements().listInventoryJson.get() as string }
-      }
-      return inventoryJson.text
-    }),
+    listInventoryJson: () => reading(() => inventoryText.get(snapshot.changeCounter(), inventoryWrites, 'list',
+      () => statements().listInventoryJson.get() as string)),
 
     updateInventory: (petId, quantity) => inventoryUpdates.run({ petId, quantity }),
 
