@@ -74,8 +74,11 @@ export async function buildApp (config: Config, options: AppOptions = {}): Promi
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
     if (closing) reply.header('connection', 'close')
-    // Responses leave together at the end of the event-loop turn (see atEndOfTurn).
-    atEndOfTurn(() => { done(null, payload) })
+    // Responses leave together at the end of the event-loop turn (see atEndOfTurn), except on a
+    // connection about to close (shutdown, or a refused body the client may still be sending):
+    // batching gains nothing there, and answering at once leaves it less unread data at close.
+    if (reply.getHeader('connection') === 'close') done(null, payload)
+    else atEndOfTurn(() => { done(null, payload) })
   })
 
   await app.register(errorHandling)
