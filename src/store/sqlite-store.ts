@@ -128,7 +128,10 @@ export function createSqliteStore (file: string): Store {
   // Concurrent PATCHes share one commit; each is answered after it (see GroupCommit).
   const inventoryUpdates = new GroupCommit({
     db,
-    apply: ({ petId, quantity }: { petId: number, quantity: number }) => statements().updateInventory.get(quantity, petId) as InventoryItem | undefined,
+    apply: ({ petId, quantity }: { petId: number, quantity: number }): InventoryItem | undefined => {
+      const row = statements().updateInventory.get(quantity, petId) as [number, number, PetStatus] | undefined
+      return row && { petId: row[0], quantity: row[1], status: row[2] }
+    },
     failure: failed,
     beforeBatch: () => { snapshot.end() },
     afterBatch: () => { inventoryWrites++; noteCommit() }
@@ -240,8 +243,10 @@ function prepareStatements (db: Database.Database) {
     listInventoryJson: db.prepare(`SELECT json_group_array(json_object('petId', i.pet_id, 'quantity', i.quantity,
         'status', ${statusExpression('i.pet_id', 'i.quantity')}) ORDER BY i.pet_id)
       FROM inventory i`).pluck(),
+    // Raw rows (arrays) on the write path: the item is built in JavaScript with one fixed shape
+    // instead of better-sqlite3 setting each named column on a new object.
     updateInventory: db.prepare(`UPDATE inventory SET quantity = ? WHERE pet_id = ?
-      RETURNING pet_id AS petId, quantity, ${statusExpression('inventory.pet_id', 'inventory.quantity')} AS status`),
+      RETURNING pet_id, quantity, ${statusExpression('inventory.pet_id', 'inventory.quantity')}`).raw(),
     getPet: db.prepare(`SELECT p.*, ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status
       FROM pets p LEFT JOIN inventory i ON i.pet_id = p.id WHERE p.id = ?`),
     listOrders: db.prepare(`SELECT id, pet_id AS petId, quantity, ship_date AS shipDate, status, complete
