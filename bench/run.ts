@@ -6,7 +6,8 @@
  * configurations are measured interleaved, round after round (A B C A B C …), so every ratio
  * compares figures taken minutes apart at most, under the same conditions.
  *
- * Options: --quick (1 short round, results in bench/out/), --rounds N, --duration S, --warmup S,
+ * Options: --quick (1 short round, results in bench/out/), --rounds N (default 5: a median that two
+ * noisy rounds cannot move), --duration S, --warmup S,
  * --only w1,w2 (workloads), --configs c1,c2, --generator wrk|autocannon, --profile (service
  * processes run with --cpu-prof; profiles land in bench/out/profiles/), --tsx (run the service
  * from src/ through tsx instead of compiling it first, as `npm start` runs it, into bench/out/dist/).
@@ -44,7 +45,7 @@ if (args.help) {
 }
 
 const quick = args.quick
-const rounds = Number(args.rounds ?? (quick ? 1 : 3))
+const rounds = Number(args.rounds ?? (quick ? 1 : 5))
 const durationSec = Number(args.duration ?? (quick ? 2 : 5))
 const warmupSec = Number(args.warmup ?? (quick ? 1 : 5))
 const generator = (args.generator ?? defaultGenerator()) as Generator
