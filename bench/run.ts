@@ -22,7 +22,7 @@ import { projectRoot } from '../src/paths.js'
 import { createPostgresDatabase, dropPostgresDatabase, postgresUnavailable, redact, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
-import { type Cell, type ConfigId, configTitles, evaluateReferences, evaluateTargets, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
+import { type Cell, type ConfigId, configTitles, evaluateReferences, isBare, evaluateTargets, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
 import { type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
 const { values: args } = parseArgs({
@@ -148,7 +148,6 @@ if (workloads.some((w) => w.configs.includes('postgres'))) {
   }
 }
 
-const isBare = (config: ConfigId) => config === 'bare' || config === 'ceiling'
 const sizes = [...new Set(workloads.filter((w) => w.size !== undefined && w.configs.some((c) => !isBare(c))).map((w) => w.size!))]
 // The payload ceiling sends the service's own list bytes, so it needs the SQLite service too.
 for (const w of workloads) if (w.size !== undefined && w.configs.includes('bare') && !sizes.includes(w.size)) sizes.push(w.size)

@@ -11,6 +11,9 @@ export const configTitles: Record<ConfigId, string> = {
   express: 'Express peer, SQLite'
 }
 
+/** Bare Fastify configurations: the ceiling measured next to a workload, and bare Fastify itself. */
+export const isBare = (config: ConfigId) => config === 'bare' || config === 'ceiling'
+
 /** One measurement: a workload on a configuration in one round. */
 export interface Sample extends LoadResult {
   round: number
@@ -135,7 +138,7 @@ export function evaluateTargets (cells: Cell[], engine: 'sqlite' | 'postgres' = 
     if (worst !== undefined) {
       results.push({
         target: `p99 within 3 × p50 at 50 connections (${engine}, worst workload)`,
-        measured: `${(worst.p99 / worst.p50).toFixed(2)} × (${worst.workload}: p50 ${worst.p50.toFixed(2)} ms, p99 ${worst.p99.toFixed(2)} ms)`,
+        measured: `${(worst.p99 / worst.p50).toFixed(2)} × (${worst.workload}${worst.config === 'ceiling' ? ', GET / just before it' : ''}: p50 ${worst.p50.toFixed(2)} ms, p99 ${worst.p99.toFixed(2)} ms)`,
         met: worst.p99 <= 3 * worst.p50
       })
     }
@@ -161,10 +164,10 @@ export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres'
   push(`bare Fastify PATCH (from a Map) / bare Fastify GET /${ceilingNote(cells, 'patch')}`, ratio(barePatch, ceilingFor(cells, 'patch')))
   push(`PATCH, ${engine} / bare Fastify PATCH (from a Map)`, ratio(find(cells, 'patch', engine), barePatch))
   push(`GET pet, ${engine} / bare Fastify GET pet (from a Map)`, ratio(find(cells, 'get-pet', engine), find(cells, 'get-pet', 'bare')))
-  const bareLoaded = cells.filter((c) => (c.config === 'bare' || c.config === 'ceiling') && c.connections === 50).map(summarize)
+  const bareLoaded = cells.filter((c) => isBare(c.config) && c.connections === 50).map(summarize)
   const worst = bareLoaded.reduce<CellSummary | undefined>((w, c) => (w === undefined || c.p99 / c.p50 > w.p99 / w.p50) ? c : w, undefined)
   if (worst !== undefined) {
-    refs.push({ what: 'p99 / p50 of bare Fastify at 50 connections (worst workload)', measured: `${(worst.p99 / worst.p50).toFixed(2)} × (${worst.workload}: p50 ${worst.p50.toFixed(2)} ms, p99 ${worst.p99.toFixed(2)} ms)` })
+    refs.push({ what: 'p99 / p50 of bare Fastify at 50 connections (worst workload)', measured: `${(worst.p99 / worst.p50).toFixed(2)} × (${worst.workload}${worst.config === 'ceiling' ? ', GET / just before it' : ''}: p50 ${worst.p50.toFixed(2)} ms, p99 ${worst.p99.toFixed(2)} ms)` })
   }
   return refs
 }
