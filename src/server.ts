@@ -1,9 +1,10 @@
 import closeWithGrace from 'close-with-grace'
-import { buildApp } from './app.js'
+import Fastify from 'fastify'
+import app, { serverOptions } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { ensureDemoKey } from './startup.js'
 
-/** Reads the configuration, listens, and drains in-flight requests on SIGTERM/SIGINT. */
+/** Reads the configuration, builds and registers the app, listens, and drains on SIGTERM/SIGINT. */
 async function main () {
   let config
   try {
@@ -16,20 +17,21 @@ async function main () {
     throw error
   }
 
-  const app = await buildApp(config)
+  const server = Fastify(serverOptions(config))
+  await server.register(app, { config })
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'closing after an uncaught error')
-    else app.log.info({ signal }, 'draining in-flight requests, then closing')
-    await app.close()
+    if (err) server.log.error({ err }, 'closing after an uncaught error')
+    else server.log.info({ signal }, 'draining in-flight requests, then closing')
+    await server.close()
   })
 
-  await app.listen({ port: config.port, host: config.host })
+  await server.listen({ port: config.port, host: config.host })
   const docsUrl = `${config.publicBaseUrl}/docs`
-  const demoKey = await ensureDemoKey(app.store, config)
+  const demoKey = await ensureDemoKey(server.store, config)
   if (demoKey) {
-    app.log.info({ docs: docsUrl, demoApiKey: demoKey }, `Pet Store API ready. Docs: ${docsUrl} — demo API key (shown once): ${demoKey}`)
+    server.log.info({ docs: docsUrl, demoApiKey: demoKey }, `Pet Store API ready. Docs: ${docsUrl} — demo API key (shown once): ${demoKey}`)
   } else {
-    app.log.info({ docs: docsUrl }, `Pet Store API ready. Docs: ${docsUrl}`)
+    server.log.info({ docs: docsUrl }, `Pet Store API ready. Docs: ${docsUrl}`)
   }
 }
 

@@ -16,7 +16,7 @@ import type { ApiKeyRecord } from '../../src/store/types.js'
 const port = Number(process.env.PORT ?? 0)
 const databaseUrl = process.env.DATABASE_URL ?? 'sqlite:./data/petstore.db'
 
-const document = loadDocument()
+const document = await loadDocument()
 const store = await createStore(databaseUrl)
 await store.migrate()
 

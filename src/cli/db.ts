@@ -53,7 +53,7 @@ await runCli(usage, async (argv) => {
       await store.createSyntheticPets(count)
       console.log(`created ${count} synthetic pets, each with an inventory entry`)
     } else {
-      const catalogue = await readCatalogueFile(loadDocument(), positionals[0]!)
+      const catalogue = await readCatalogueFile(await loadDocument(), positionals[0]!)
       await checkPetReferences(store, catalogue)
       const counts = await store.importCatalogue(catalogue)
       console.log(`imported ${counts.pets} pets, ${counts.inventory} inventory entries, ${counts.orders} orders`)

@@ -31,7 +31,7 @@ async function create (store: Store, args: string[]) {
     args,
     options: { plan: { type: 'string' }, name: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' }, json: { type: 'boolean', default: false } }
   })
-  const plans = loadDocument().planNames
+  const plans = (await loadDocument()).planNames
   if (values.plan === undefined || !plans.includes(values.plan)) {
     throw new UsageError(`--plan must be one of ${plans.join(', ')}${values.plan === undefined ? '' : `, got ${JSON.stringify(values.plan)}`}`)
   }

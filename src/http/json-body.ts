@@ -1,26 +1,5 @@
-import type { FastifyInstance, FastifySchemaValidationError, preValidationHookHandler } from 'fastify'
-import secureJson from 'secure-json-parse'
+import type { FastifySchemaValidationError, preValidationHookHandler } from 'fastify'
 import { ApiError } from '../errors.js'
-
-/**
- * application/json bodies: parsed as Fastify would, but each failure says what is wrong
- * (Fastify reports prototype-poisoning keys as "not valid JSON", which is untrue).
- */
-export function installJsonBodyParser (app: FastifyInstance): void {
-  app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = body as string
-    if (text.length === 0) return done(new ApiError('invalid_request', 'body is empty; send a JSON object'), undefined)
-    try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }))
-    } catch (error) {
-      const message = error instanceof SyntaxError && /prototype/.test(error.message)
-        ? 'body must not contain "__proto__" or "constructor.prototype" keys'
-        : `body is not valid JSON: ${(error as Error).message}`
-      done(new ApiError('invalid_request', message), undefined)
-    }
-  })
-}
 
 /**
  * For operations whose requestBody is required: Fastify validates a body only when one arrived,

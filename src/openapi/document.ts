@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import SwaggerParser from '@apidevtools/swagger-parser'
 import { parse as parseYaml } from 'yaml'
 import { openapiPath } from '../paths.js'
 
@@ -9,12 +10,16 @@ export interface OperationInfo {
   method: string
   /** OpenAPI path template, e.g. /inventory/{petId} */
   path: string
+  /** The operation object with every $ref resolved. */
+  definition: Json
   deprecated: boolean
   deprecatedAt: Date | undefined
   sunset: Date | undefined
   stability: string | undefined
   /** requestBody.required: Fastify validates a body only when one arrived, so this is enforced apart. */
   bodyRequired: boolean
+  /** Swagger UI's deep link to the operation: #/<first tag>/<operationId> ("default" when untagged). */
+  docsAnchor: string
 }
 
 export interface PlanLimits {
@@ -24,8 +29,10 @@ export interface PlanLimits {
 
 /** openapi.yaml, parsed once, with the facts the code reads from it. */
 export interface ApiDocument {
-  /** The document exactly as written in openapi.yaml. */
+  /** The document exactly as written in openapi.yaml ($refs kept: it is what /openapi.json serves). */
   readonly spec: Json
+  /** The same document with every $ref resolved (swagger-parser), for code that reads it. */
+  readonly resolved: Json
   readonly operations: ReadonlyMap<string, OperationInfo>
   /** Fixed plan limits from info.x-rate-limit-plans; `enterprise` is absent: its limits are per key. */
   readonly plans: Readonly<Record<string, PlanLimits>>
@@ -34,16 +41,6 @@ export interface ApiDocument {
 
 const httpMethods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 
-/** Follows local `$ref`s (`#/components/...`) to the node they name. */
-function resolveLocal (spec: Json, node: unknown): Json | undefined {
-  let current = node as Json | undefined
-  for (let hops = 0; typeof current?.$ref === 'string' && hops < 20; hops++) {
-    const ref = current.$ref as string
-    current = ref.startsWith('#/') ? ref.slice(2).split('/').reduce<unknown>((at, key) => (at as Json | undefined)?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], spec) as Json | undefined : undefined
-  }
-  return current
-}
-
 function parseDate (value: unknown, where: string): Date | undefined {
   if (value === undefined) return undefined
   const date = new Date(String(value))
@@ -51,23 +48,28 @@ function parseDate (value: unknown, where: string): Date | undefined {
   return date
 }
 
-export function loadDocument (path: string = openapiPath): ApiDocument {
+/** Reads openapi.yaml (or another document) and resolves its $refs; the one place that does. */
+export async function loadDocument (path: string = openapiPath): Promise<ApiDocument> {
   const spec = parseYaml(readFileSync(path, 'utf8')) as Json
+  const resolved = await new SwaggerParser().dereference(structuredClone(spec) as never) as unknown as Json
   const operations = new Map<string, OperationInfo>()
-  for (const [urlPath, item] of Object.entries((spec.paths ?? {}) as Record<string, Json>)) {
+  for (const [urlPath, item] of Object.entries((resolved.paths ?? {}) as Record<string, Json>)) {
     for (const [method, op] of Object.entries(item)) {
       if (!httpMethods.has(method)) continue
       const operation = op as Json
       const operationId = String(operation.operationId)
+      const tag = (operation.tags as string[] | undefined)?.[0] ?? 'default'
       operations.set(operationId, {
         operationId,
         method: method.toUpperCase(),
         path: urlPath,
+        definition: operation,
         deprecated: operation.deprecated === true,
         deprecatedAt: parseDate(operation['x-deprecated-at'], `${operationId} x-deprecated-at`),
         sunset: parseDate(operation['x-sunset'], `${operationId} x-sunset`),
         stability: operation['x-stability'] as string | undefined,
-        bodyRequired: resolveLocal(spec, operation.requestBody)?.required === true
+        bodyRequired: (operation.requestBody as Json | undefined)?.required === true,
+        docsAnchor: `#/${encodeURIComponent(tag)}/${operationId}`
       })
     }
   }
@@ -80,7 +82,7 @@ export function loadDocument (path: string = openapiPath): ApiDocument {
       plans[name] = { perMinute: limits.perMinute as number, perDay: limits.perDay as number }
     }
   }
-  return { spec, operations, plans, planNames }
+  return { spec, resolved, operations, plans, planNames }
 }
 
 /**

@@ -1,18 +1,18 @@
-import type { RateLimitStore } from './store.js'
+import type { BanRule, HitResult, RateLimitStore } from './store.js'
 import { windowAt } from './windows.js'
 
 interface Counter { lengthMs: number, index: number, count: number }
 
 /**
  * Counters and bans in process memory: exact for one instance, lost when it stops. It answers
- * synchronously (no promise per request); only ban, ping and close keep the async signature.
+ * synchronously (no promise per request); only ping and close keep the async signature.
  */
 export class MemoryRateLimitStore implements RateLimitStore {
   private readonly counters = new Map<string, Counter>()
   private readonly bans = new Map<string, number>()
   private nextSweep = 0
 
-  hit (client: string, lengthMs: number, now: number): number {
+  hit (client: string, lengthMs: number, now: number, rule: BanRule): HitResult {
     this.sweep(now)
     const { index } = windowAt(now, lengthMs)
     const key = `${client} ${lengthMs}`
@@ -21,19 +21,13 @@ export class MemoryRateLimitStore implements RateLimitStore {
       counter = { lengthMs, index, count: 0 }
       this.counters.set(key, counter)
     }
-    if (!this.isBanned(client, now)) counter.count += 1
-    return counter.count
-  }
-
-  bannedUntil (client: string, now: number): number | undefined {
-    return this.isBanned(client, now) ? this.bans.get(client) : undefined
-  }
-
-  async ban (client: string, until: number, now: number): Promise<number> {
-    const current = this.bans.get(client)
-    if (current !== undefined && current > now) return current
+    const bannedUntil = this.bans.get(client)
+    if (bannedUntil !== undefined && bannedUntil > now) return { count: counter.count, bannedUntil }
+    counter.count += 1
+    if (counter.count - rule.max <= rule.banAfter) return { count: counter.count, bannedUntil: undefined }
+    const until = now + rule.banMs
     this.bans.set(client, until)
-    return until
+    return { count: counter.count, bannedUntil: until }
   }
 
   async ping (): Promise<void> {}
@@ -41,11 +35,6 @@ export class MemoryRateLimitStore implements RateLimitStore {
   async close (): Promise<void> {
     this.counters.clear()
     this.bans.clear()
-  }
-
-  private isBanned (client: string, now: number): boolean {
-    const until = this.bans.get(client)
-    return until !== undefined && until > now
   }
 
   /** Drops ended windows and bans, at most once a minute of the caller's clock. */

@@ -1,37 +1,35 @@
 import { Redis } from 'ioredis'
-import type { RateLimitStore } from './store.js'
+import type { BanRule, HitResult, RateLimitStore } from './store.js'
 import { windowAt } from './windows.js'
 
 // Both scripts run atomically in Redis, so instances sharing it count together exactly.
 // Times come from the caller (ARGV) rather than Redis' clock, so a test clock works here too;
 // key expiry only reclaims memory and never decides whether a window or a ban is over.
 
-/** KEYS: counter, ban. ARGV: now, counter expiry (ms). Returns the window's count. */
+/**
+ * KEYS: counter, ban. ARGV: now, counter expiry (ms), max, banAfter (-1: never), ban end, ban expiry (ms).
+ * Returns {count, end of the ban in force or -1}. While banned nothing is counted; a count more than
+ * banAfter past max starts a ban, in the same atomic step.
+ */
 const HIT = `
 local ban = redis.call('GET', KEYS[2])
 if ban and tonumber(ban) > tonumber(ARGV[1]) then
-  return tonumber(redis.call('GET', KEYS[1]) or '0')
+  return { tonumber(redis.call('GET', KEYS[1]) or '0'), tonumber(ban) }
 end
 local count = redis.call('INCR', KEYS[1])
 if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
-return count
-`
-
-/** KEYS: ban. ARGV: now, until, expiry (ms). Returns the end of the ban in force. */
-const BAN = `
-local current = redis.call('GET', KEYS[1])
-if current and tonumber(current) > tonumber(ARGV[1]) then
-  return current
+local banAfter = tonumber(ARGV[4])
+if banAfter >= 0 and count - tonumber(ARGV[3]) > banAfter then
+  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
+  return { count, tonumber(ARGV[5]) }
 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return ARGV[2]
+return { count, -1 }
 `
 
 interface RateLimitCommands {
-  rateLimitHit (counterKey: string, banKey: string, now: number, expiryMs: number): Promise<number>
-  rateLimitBan (banKey: string, now: number, until: number, expiryMs: number): Promise<string>
+  rateLimitHit (counterKey: string, banKey: string, now: number, expiryMs: number, max: number, banAfter: number, banUntil: number, banExpiryMs: number): Promise<[number, number]>
 }
 
 export interface RedisStoreOptions {
@@ -68,7 +66,6 @@ export class RedisRateLimitStore implements RateLimitStore {
     })
     redis.on('error', (error: Error) => options.onConnectionError?.(error))
     redis.defineCommand('rateLimitHit', { numberOfKeys: 2, lua: HIT })
-    redis.defineCommand('rateLimitBan', { numberOfKeys: 1, lua: BAN })
     this.redis = redis as Redis & RateLimitCommands
   }
 
@@ -87,20 +84,14 @@ export class RedisRateLimitStore implements RateLimitStore {
     })
   }
 
-  async hit (client: string, lengthMs: number, now: number): Promise<number> {
+  async hit (client: string, lengthMs: number, now: number, rule: BanRule): Promise<HitResult> {
     const window = windowAt(now, lengthMs)
     const counterKey = `${this.prefix}${client}:${lengthMs}:${window.index}`
-    return this.redis.rateLimitHit(counterKey, this.banKey(client), now, window.end - now + EXPIRY_GRACE_MS)
-  }
-
-  async bannedUntil (client: string, now: number): Promise<number | undefined> {
-    const value = await this.redis.get(this.banKey(client))
-    const until = value === null ? undefined : Number(value)
-    return until !== undefined && until > now ? until : undefined
-  }
-
-  async ban (client: string, until: number, now: number): Promise<number> {
-    return Number(await this.redis.rateLimitBan(this.banKey(client), now, until, until - now + EXPIRY_GRACE_MS))
+    // Lua numbers cannot hold Infinity: "never ban" travels as -1.
+    const banAfter = Number.isFinite(rule.banAfter) ? rule.banAfter : -1
+    const [count, bannedUntil] = await this.redis.rateLimitHit(counterKey, this.banKey(client), now, window.end - now + EXPIRY_GRACE_MS,
+      rule.max, banAfter, now + rule.banMs, rule.banMs + EXPIRY_GRACE_MS)
+    return { count, bannedUntil: bannedUntil < 0 ? undefined : bannedUntil }
   }
 
   async ping (): Promise<void> {

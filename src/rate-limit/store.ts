@@ -1,6 +1,20 @@
 /** A value, or a promise of one: the in-memory store answers at once, Redis after a round trip. */
 export type MaybePromise<T> = T | Promise<T>
 
+/** When a client is banned: more than `banAfter` requests past `max` in one window ban it for `banMs`. */
+export interface BanRule {
+  max: number
+  banAfter: number
+  banMs: number
+}
+
+export interface HitResult {
+  /** The window's count after this request (unchanged while the client is banned). */
+  count: number
+  /** The end of the client's ban, when it is banned now (this request may have started the ban). */
+  bannedUntil: number | undefined
+}
+
 /**
  * Where the rate-limit counters and bans live: process memory (one instance) or Redis (shared by
  * every instance). Times are milliseconds since the epoch on the caller's clock, passed in so
@@ -8,15 +22,12 @@ export type MaybePromise<T> = T | Promise<T>
  */
 export interface RateLimitStore {
   /**
-   * Counts one request of `client` in the window of `lengthMs` that contains `now` and returns the
-   * window's count. While the client is banned nothing is counted: the count is returned as it is.
-   * Atomic: concurrent callers (on every instance) each get a distinct count.
+   * One atomic step for one request of `client` in the window of `lengthMs` that contains `now`:
+   * while the client is banned nothing is counted; otherwise the request is counted, and a count
+   * past `rule.max + rule.banAfter` bans the client until `now + rule.banMs`.
+   * Concurrent callers (on every instance) each get a distinct count.
    */
-  hit (client: string, lengthMs: number, now: number): MaybePromise<number>
-  /** The end of the client's ban, when it is banned at `now`. */
-  bannedUntil (client: string, now: number): MaybePromise<number | undefined>
-  /** Bans the client until `until`, unless it is banned already; returns the end of the ban in force. */
-  ban (client: string, until: number, now: number): Promise<number>
+  hit (client: string, lengthMs: number, now: number, rule: BanRule): MaybePromise<HitResult>
   /** Resolves when the store answers (for /readyz). */
   ping (): Promise<void>
   close (): Promise<void>

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { FastifyInstance, InjectOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type InjectOptions } from 'fastify'
 import type { Response as InjectResponse } from 'light-my-request'
-import { type AppOptions, buildApp } from '../../src/app.js'
+import app, { type AppOptions, serverOptions } from '../../src/app.js'
 import { type Config, loadConfig } from '../../src/config.js'
 import { issueApiKey } from '../../src/store/api-keys.js'
 import type { Store } from '../../src/store/types.js'
@@ -31,8 +31,10 @@ export function tempDir (t: Teardown): string {
   return dir
 }
 
-export interface TestAppOptions extends AppOptions {
+export interface TestAppOptions extends Omit<AppOptions, 'config'> {
   env?: Record<string, string>
+  /** In place of the configured logger (silent by default): a stream to read the log lines, say. */
+  logger?: FastifyServerOptions['logger']
   /** The engine of the throwaway database; default: TEST_DATABASE from the environment, else sqlite. */
   database?: 'sqlite' | 'postgres'
 }
@@ -52,22 +54,23 @@ async function throwawayDatabase (t: Teardown, database: 'sqlite' | 'postgres', 
  * a SQLite file in a temporary directory, or a PostgreSQL schema with a random name, dropped after.
  */
 export async function buildTestApp (t: Teardown, options: TestAppOptions = {}): Promise<TestApp> {
-  const { env, database = defaultTestDatabase(), ...appOptions } = options
+  const { env, database = defaultTestDatabase(), logger, ...appOptions } = options
   const config = loadConfig({ ...await throwawayDatabase(t, database, env), LOG_LEVEL: 'silent', ...env })
-  const app = await buildApp(config, appOptions)
-  t.teardown(() => app.close())
-  await app.ready()
+  const server = Fastify({ ...serverOptions(config), ...(logger === undefined ? {} : { logger }) })
+  t.teardown(() => server.close())
+  await server.register(app, { ...appOptions, config })
+  await server.ready()
 
   const createKey = async (plan = 'free', limits?: { perMinute: number, perDay: number }) =>
-    (await issueApiKey(app.store, { name: `test ${plan}`, plan, ...limits })).secret
+    (await issueApiKey(server.store, { name: `test ${plan}`, plan, ...limits })).secret
   return {
-    app,
-    store: app.store,
+    app: server,
+    store: server.store,
     config,
     createKey,
     authHeader: async (plan = 'free') => ({ authorization: `Bearer ${await createKey(plan)}` }),
     request: async (opts) => {
-      const res = await app.inject(opts)
+      const res = await server.inject(opts)
       checkResponse(opts.method.toUpperCase(), opts.url, res)
       return res
     }

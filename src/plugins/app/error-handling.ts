@@ -1,10 +1,7 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import FindMyWay, { type HTTPMethod, type HTTPVersion } from 'find-my-way'
-import { ApiError, type ErrorCode, type ErrorBody, StoreUnavailableError } from '../errors.js'
-
-const BEARER_REALM = 'Bearer realm="petstore"'
+import { ApiError, type ErrorCode, type ErrorBody, StoreUnavailableError } from '../../errors.js'
 
 // Fastify's and its plugins' own errors, by code, mapped to the API's error codes.
 const frameworkCodes: Record<string, ErrorCode> = {
@@ -14,25 +11,16 @@ const frameworkCodes: Record<string, ErrorCode> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
   FST_ERR_BAD_URL: 'invalid_request',
-  FST_ERR_ASYNC_CONSTRAINT: 'invalid_request',
-  FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER: 'unauthorized',
-  FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: 'unauthorized'
+  FST_ERR_ASYNC_CONSTRAINT: 'invalid_request'
 }
 
-const messages: Partial<Record<ErrorCode, string>> = {
-  payload_too_large: 'request body is larger than the server accepts',
-  unsupported_media_type: 'request body must be application/json'
-}
-
-function unauthorized (request: FastifyRequest, error: FastifyError): { body: ErrorBody, challenge: string } {
-  const header = request.headers.authorization
-  if (error.code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER' || header === undefined) {
-    return { body: { code: 'unauthorized', message: 'missing Authorization header: send Authorization: Bearer <API_KEY>', status: 401 }, challenge: BEARER_REALM }
-  }
-  if (!/^bearer /i.test(header)) {
-    return { body: { code: 'unauthorized', message: 'the Authorization header must use the Bearer scheme', status: 401 }, challenge: `${BEARER_REALM}, error="invalid_request"` }
-  }
-  return { body: { code: 'unauthorized', message: 'invalid or revoked API key', status: 401 }, challenge: `${BEARER_REALM}, error="invalid_token"` }
+const messages: Partial<Record<string, string>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'request body is larger than the server accepts',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'request body must be application/json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'body is empty; send a JSON object',
+  // Fastify's JSON parser (onProtoPoisoning and onConstructorPoisoning: 'error') refuses malformed
+  // JSON and poisoning keys with this one error, and does not say which.
+  FST_ERR_CTP_INVALID_JSON_BODY: 'body is not valid JSON, or holds a "__proto__" or "constructor.prototype" key'
 }
 
 /** Turns any error into the Error body of PRODUCT.md §2; internals never leave the process. */
@@ -49,20 +37,13 @@ function toErrorBody (error: FastifyError, request: FastifyRequest, reply: Fasti
     return { code: 'invalid_request', message: error.message, status: 400 }
   }
   const mapped = frameworkCodes[error.code]
-  if (mapped === 'unauthorized') {
-    const { body, challenge } = unauthorized(request, error)
-    reply.header('www-authenticate', challenge)
-    return body
-  }
   if (mapped !== undefined) {
     const status = mapped === 'invalid_request' ? 400 : (error.statusCode ?? 400)
-    return { code: mapped, message: messages[mapped] ?? error.message, status }
+    return { code: mapped, message: messages[error.code] ?? error.message, status }
   }
   const status = error.statusCode ?? 500
   if (status >= 400 && status < 500) {
-    // JSON syntax errors and prototype poisoning arrive as plain 400s from the body parser.
-    const message = error instanceof SyntaxError ? `body is not valid JSON: ${error.message}` : error.message
-    return { code: 'invalid_request', message, status: 400 }
+    return { code: 'invalid_request', message: error.message, status: 400 }
   }
   request.log.error({ err: error }, 'internal error')
   return { code: 'internal_error', message: 'internal server error', status: 500 }
@@ -102,41 +83,40 @@ export function answerClientError (error: Error & { code?: string }, socket: Soc
   socket.destroy(error)
 }
 
-const httpMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+/** 404 with the Error body; set as the not-found handler of the root and of /v1 (behind authentication there). */
+export function notFound (request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const path = request.url.split('?', 1)[0] ?? '/'
+  return reply.code(404).send({ code: 'not_found', message: `no route ${request.method} ${path}`, status: 404 } satisfies ErrorBody)
+}
 
-async function errorHandling (app: FastifyInstance) {
-  // A table of every route, to tell "no such path" (404) from "not with this method" (405).
-  const routes = FindMyWay<HTTPVersion.V1>({ ignoreTrailingSlash: false })
-  app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method]
-    for (const method of methods.map((m) => m.toUpperCase() as HTTPMethod)) {
-      if (!routes.hasRoute(method, route.url)) routes.on(method, route.url, () => {})
+/**
+ * A route answering 405 with `Allow` for every method `url` does not have. Fastify's router has no
+ * 405 of its own and offers no lookup by concrete path, so each path that has routes gets this one
+ * for its other methods (HEAD comes with GET).
+ */
+export function methodNotAllowed (app: FastifyInstance, url: string, methods: readonly string[]): void {
+  const allowed = methods.includes('GET') && !methods.includes('HEAD') ? [...methods, 'HEAD'] : [...methods]
+  const others = app.supportedMethods.filter((method) => !allowed.includes(method))
+  const allow = allowed.join(', ')
+  app.route({
+    method: others,
+    url,
+    schema: { hide: true },
+    handler: async (request, reply) => {
+      const path = request.url.split('?', 1)[0] ?? url
+      reply.header('allow', allow)
+      return reply.code(405).send({ code: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; allowed: ${allow}`, status: 405 } satisfies ErrorBody)
     }
   })
+}
 
+async function errorHandling (app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const body = toErrorBody(error, request, reply)
     if (body.status < 500) request.log.info({ code: body.code, reason: body.message }, 'request rejected')
     return reply.code(body.status).type('application/json; charset=utf-8').send(body)
   })
-
-  app.decorate('notFoundHandler', (request: FastifyRequest, reply: FastifyReply) => {
-    const path = request.url.split('?', 1)[0] ?? '/'
-    const allowed = httpMethods.filter((m) => routes.find(m, path) !== null)
-    // A route that matches with this very method (a static file route, say) but found nothing is a 404.
-    if (allowed.length > 0 && !allowed.includes(request.method as typeof allowed[number])) {
-      reply.header('allow', allowed.join(', '))
-      return reply.code(405).send({ code: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, status: 405 } satisfies ErrorBody)
-    }
-    return reply.code(404).send({ code: 'not_found', message: `no route ${request.method} ${path}`, status: 404 } satisfies ErrorBody)
-  })
-  app.setNotFoundHandler(app.notFoundHandler)
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    notFoundHandler: (request: FastifyRequest, reply: FastifyReply) => FastifyReply
-  }
+  app.setNotFoundHandler(notFound)
 }
 
 export default fp(errorHandling, { name: 'error-handling' })

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import fp from 'fastify-plugin'
 import type { ErrorBody } from '../errors.js'
+import { methodNotAllowed } from '../plugins/app/error-handling.js'
 
 type ReadinessCheck = () => Promise<void>
 
@@ -8,10 +8,9 @@ type ReadinessCheck = () => Promise<void>
  * /healthz: the process is alive. /readyz: every dependency that registered a check answers
  * (storage always; the rate-limit store when one is configured), else 503.
  */
-async function health (app: FastifyInstance) {
-  const checks = new Map<string, ReadinessCheck>()
-  app.decorate('addReadinessCheck', (name: string, check: ReadinessCheck) => { checks.set(name, check) })
-  app.addReadinessCheck('storage', () => app.store.ping())
+export default async function health (app: FastifyInstance) {
+  const checks = new Map<string, ReadinessCheck>([['storage', () => app.store.ping()]])
+  if (app.rateLimitStore.engine === 'redis') checks.set('rate-limit-store', () => app.rateLimitStore.ping())
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }))
 
@@ -31,12 +30,6 @@ async function health (app: FastifyInstance) {
     }
     return { status: 'ok', checks: Object.fromEntries(results) }
   })
+  methodNotAllowed(app, '/healthz', ['GET'])
+  methodNotAllowed(app, '/readyz', ['GET'])
 }
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    addReadinessCheck: (name: string, check: ReadinessCheck) => void
-  }
-}
-
-export default fp(health, { name: 'health', dependencies: ['storage'] })

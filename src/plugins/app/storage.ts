@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { createStore, type StoreOptions } from '../store/create-store.js'
-import { demoCatalogue } from '../store/demo-catalogue.js'
-import type { Store } from '../store/types.js'
+import { createStore, type StoreOptions } from '../../store/create-store.js'
+import { demoCatalogue } from '../../store/demo-catalogue.js'
+import type { Store } from '../../store/types.js'
 
 export interface StorageOptions {
   databaseUrl: string

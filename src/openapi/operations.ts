@@ -1,0 +1,70 @@
+import type { onRequestHookHandler, onSendHookHandler, RouteHandlerMethod, RouteOptions } from 'fastify'
+import { ApiError } from '../errors.js'
+import { requireBody } from '../http/json-body.js'
+import type { HandlerMap } from '../http/operation-types.js'
+import type { ApiDocument, OperationInfo } from './document.js'
+
+export interface OperationContext {
+  document: ApiDocument
+  handlers: HandlerMap
+  publicBaseUrl: string
+  /** Milliseconds since the epoch; injectable so tests can stand after a sunset. */
+  now: () => number
+}
+
+type OperationRouteOptions = Pick<RouteOptions, 'handler'> & Partial<Pick<RouteOptions, 'preValidation' | 'onRequest' | 'onSend'>>
+
+/**
+ * Deprecation (RFC 9745), Sunset (RFC 8594) and a Link to the operation's docs on every response,
+ * from x-deprecated-at and x-sunset; after the sunset, 410 gone.
+ */
+function deprecationOptions (op: OperationInfo, context: OperationContext): Partial<OperationRouteOptions> {
+  const headers: Record<string, string> = { link: `<${context.publicBaseUrl}/docs${op.docsAnchor}>; rel="deprecation"; type="text/html"` }
+  if (op.deprecatedAt) headers.deprecation = `@${Math.floor(op.deprecatedAt.getTime() / 1000)}`
+  if (op.sunset) headers.sunset = op.sunset.toUTCString()
+  const addHeaders: onSendHookHandler = (_request, reply, payload, done) => {
+    reply.headers(headers)
+    done(null, payload)
+  }
+  const sunset = op.sunset
+  if (sunset === undefined) return { onSend: addHeaders }
+  const refuseAfterSunset: onRequestHookHandler = (_request, _reply, done) => {
+    if (context.now() < sunset.getTime()) return done()
+    done(new ApiError('gone', `${op.method} ${op.path} was retired on ${sunset.toUTCString()}; see ${headers.link}`))
+  }
+  return { onSend: addHeaders, onRequest: refuseAfterSunset }
+}
+
+/**
+ * fastify-openapi-glue's operationResolver: everything an operation of openapi.yaml does beyond its
+ * schemas, as the options of its one route: the handler, the body requirement (Fastify validates a
+ * body only when one arrived) and the deprecation behaviour. Nothing here names an operation.
+ */
+export function operationResolver (context: OperationContext) {
+  return (operationId: string): OperationRouteOptions => {
+    // Both exist: the glue calls this for the document's own operations, and checkHandlers ran at boot.
+    const op = context.document.operations.get(operationId)!
+    return {
+      // The request is typed from the document, and the validators enforce the same document.
+      handler: context.handlers[operationId as keyof HandlerMap] as RouteHandlerMethod,
+      ...(op.bodyRequired ? { preValidation: requireBody } : {}),
+      ...(op.deprecated ? deprecationOptions(op, context) : {})
+    }
+  }
+}
+
+/** Every operation must have a handler: checked once, at boot, with all the missing ones named. */
+export function checkHandlers (document: ApiDocument, handlers: HandlerMap): void {
+  const missing = [...document.operations.keys()].filter((id) => typeof handlers[id as keyof HandlerMap] !== 'function')
+  if (missing.length > 0) throw new Error(`no handler for operation(s) ${missing.join(', ')}: run npm run generate`)
+}
+
+/** The methods each path of the document has, with Fastify's path syntax (`/inventory/:petId`). */
+export function methodsByPath (document: ApiDocument): Map<string, string[]> {
+  const paths = new Map<string, string[]>()
+  for (const op of document.operations.values()) {
+    const url = op.path.replace(/\{([^}]+)\}/g, ':$1')
+    paths.set(url, [...paths.get(url) ?? [], op.method])
+  }
+  return paths
+}

@@ -1,0 +1,136 @@
+import { normalizeIP } from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { ApiError } from '../../errors.js'
+import type { PlanLimits } from '../../openapi/document.js'
+import { bindingWindow, DAY_MS, limitsFor, MINUTE_MS, secondsUntil, unixSeconds, windowAt, type WindowState } from '../../rate-limit/windows.js'
+import type { ApiKeyRecord } from '../../store/types.js'
+
+export interface RateLimitPolicyOptions {
+  /** info.x-rate-limit-plans of openapi.yaml. */
+  plans: Readonly<Record<string, PlanLimits>>
+  /** More requests than this past the limit in one window ban the client. */
+  banAfter: number
+  /** Milliseconds since the epoch. */
+  now: () => number
+}
+
+/** Who a request is counted for, and with which limits. */
+export interface RateLimitClient {
+  /** `key:<id>` for a valid API key, `ip:<address>` otherwise (IPv6 by /64). */
+  key: string
+  limits: PlanLimits
+}
+
+// The day is counted before the minute, so the request whose minute count starts a ban has
+// already been counted in the day (the store counts nothing once a ban is in force).
+const windows = [
+  { name: 'day', lengthMs: DAY_MS, limitOf: (limits: PlanLimits) => limits.perDay },
+  { name: 'minute', lengthMs: MINUTE_MS, limitOf: (limits: PlanLimits) => limits.perMinute }
+] as const
+
+function setHeaders (reply: FastifyReply, limit: number, remaining: number, resetAt: number): void {
+  reply.header('x-ratelimit-limit', limit)
+  reply.header('x-ratelimit-remaining', remaining)
+  reply.header('x-ratelimit-reset', unixSeconds(resetAt))
+}
+
+/**
+ * The plan limits of PRODUCT.md §5. The authentication hook calls `app.rateLimits.count` once per
+ * request under /v1, with the key it identified (or none): every such request counts once in both
+ * windows, whatever its answer, except while its client is banned. `@fastify/rate-limit` does the
+ * counting, one limiter per window over the shared store (src/plugins/external/rate-limit.ts); its
+ * `ban` threshold marks a ban, which the store keeps for RATE_LIMIT_BAN_SECONDS.
+ */
+async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOptions) {
+  const { now, plans } = options
+  const anonymousLimits = limitsFor(null, plans) // the anonymous plan must exist: fail at boot, not per request
+  app.decorateRequest('rateLimitClient', null)
+
+  const limiters = windows.map((window) => ({
+    ...window,
+    check: app.createRateLimit({
+      timeWindow: window.lengthMs,
+      max: (request) => window.limitOf(request.rateLimitClient!.limits),
+      ban: options.banAfter
+    })
+  }))
+
+  let storeDown = false
+  const storeFailed = (error: unknown) => {
+    if (storeDown) return
+    storeDown = true
+    app.log.warn({ err: error }, 'rate-limit store unreachable: serving requests without rate limits (fail open) until it answers again')
+  }
+
+  const clientFor = (request: FastifyRequest, apiKey: ApiKeyRecord | null): RateLimitClient => apiKey === null
+    ? { key: `ip:${normalizeIP(request.ip)}`, limits: anonymousLimits }
+    : { key: `key:${apiKey.id}`, limits: limitsFor(apiKey, plans) }
+
+  /** Headers for a request that is not counted: the whole per-minute allowance. */
+  const uncounted = (reply: FastifyReply, limits: PlanLimits, at: number) => {
+    setHeaders(reply, limits.perMinute, limits.perMinute, windowAt(at, MINUTE_MS).end)
+  }
+
+  app.decorate('rateLimits', {
+    async count (request: FastifyRequest, reply: FastifyReply, apiKey: ApiKeyRecord | null): Promise<void> {
+      const at = now()
+      const client = clientFor(request, apiKey)
+      request.rateLimitClient = client
+      let states: (WindowState & { name: string, exceeded: boolean, banned: boolean })[]
+      try {
+        const results = await Promise.all(limiters.map((limiter) => limiter.check(request)))
+        states = results.map((result, i) => {
+          if (result.isAllowed) throw new Error('no client is exempt from the rate limits')
+          return { name: limiters[i]!.name, limit: result.max, remaining: result.remaining, resetAt: at + result.ttl, exceeded: result.isExceeded, banned: result.isBanned }
+        })
+      } catch (error) {
+        storeFailed(error)
+        uncounted(reply, client.limits, at)
+        return
+      }
+      if (storeDown) {
+        storeDown = false
+        app.log.info('rate-limit store reachable again: rate limits are enforced')
+      }
+
+      const banned = states.filter((state) => state.banned)
+      if (banned.length > 0) {
+        // Every banned window reports the ban's end; the headers name the tighter of their limits.
+        const until = banned[0]!.resetAt
+        setHeaders(reply, Math.min(...banned.map((state) => state.limit)), 0, until)
+        const who = apiKey === null ? 'this client address' : 'this API key'
+        throw new ApiError('api_key_banned',
+          `${who} is banned until ${new Date(until).toISOString()} for continuing to send requests after its rate limit was reached`,
+          { 'retry-after': String(secondsUntil(at, until)) })
+      }
+      const binding = bindingWindow(states)
+      setHeaders(reply, binding.limit, binding.remaining, binding.resetAt)
+      if (states.some((state) => state.exceeded)) {
+        const retryAfter = secondsUntil(at, binding.resetAt)
+        throw new ApiError('rate_limited',
+          `rate limit of ${binding.limit} requests per ${binding.name} exceeded; retry in ${retryAfter} s`,
+          { 'retry-after': String(retryAfter) })
+      }
+    },
+
+    /** A request whose caller could not be identified (storage down): answered uncounted, per key or address. */
+    skip (request: FastifyRequest, reply: FastifyReply): void {
+      uncounted(reply, clientFor(request, null).limits, now())
+    }
+  })
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rateLimitClient: RateLimitClient | null
+  }
+  interface FastifyInstance {
+    rateLimits: {
+      count: (request: FastifyRequest, reply: FastifyReply, apiKey: ApiKeyRecord | null) => Promise<void>
+      skip: (request: FastifyRequest, reply: FastifyReply) => void
+    }
+  }
+}
+
+export default fp(rateLimitPolicy, { name: 'rate-limit-policy', dependencies: ['rate-limit'] })

@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify'
+import openapiGlue from 'fastify-openapi-glue'
+import { operationResolver, methodsByPath, type OperationContext } from '../openapi/operations.js'
+import authentication from '../plugins/app/authentication.js'
+import { methodNotAllowed, notFound } from '../plugins/app/error-handling.js'
+
+/**
+ * Everything under /v1, in the order a request meets it: authentication with the rate limits
+ * (one onRequest pass, src/plugins/app/authentication.ts) → the operation's own route options
+ * (sunset, body requirement, src/openapi/operations.ts) → parsing and validation from openapi.yaml
+ * → the handler (handlers/<operationId>.ts) → response validation → deprecation headers.
+ */
+export default async function v1 (app: FastifyInstance, context: OperationContext) {
+  await app.register(authentication)
+  await app.register(openapiGlue, {
+    specification: context.document.spec,
+    // The glue accepts partial route options from the resolver (they are spread over the route it
+    // builds); its typings ask for complete ones.
+    operationResolver: operationResolver(context) as never
+  })
+  for (const [url, methods] of methodsByPath(context.document)) methodNotAllowed(app, url, methods)
+  // Unknown paths under /v1 are answered only after authentication, like every /v1 path.
+  app.setNotFoundHandler(notFound)
+}
