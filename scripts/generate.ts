@@ -25,7 +25,7 @@ const handlersDir = join(root, 'handlers')
 const typesFile = join(root, 'src', 'generated', 'openapi.ts')
 const indexFile = join(handlersDir, 'index.ts')
 
-const doc = loadDocument(specFile)
+const doc = await loadDocument(specFile)
 const operationIds = [...doc.operations.keys()].sort()
 
 function stub (operationId: string): string {
