@@ -1,4 +1,6 @@
-import { Ajv } from 'ajv'
+import { isIP, isIPv4 } from 'node:net'
+import { Ajv, type ErrorObject } from 'ajv'
+import envSchema from 'env-schema'
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -20,7 +22,8 @@ export interface Config {
   seed: boolean
   rateLimitBanAfter: number
   rateLimitBanSeconds: number
-  trustProxy: boolean | number | string
+  /** Fastify's `trustProxy`: true (trust every hop), false (trust none) or the proxies' addresses, comma-separated. */
+  trustProxy: boolean | string
   bodyLimit: number
 }
 
@@ -28,8 +31,27 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-// One schema for the whole environment; ajv coerces the text of each variable to its type.
-const envSchema = {
+/** The environment as the schema leaves it: defaults filled in, numbers coerced. */
+interface Env {
+  NODE_ENV: string
+  PORT: number
+  HOST: string
+  DATABASE_URL: string
+  DATABASE_POOL_MAX: number
+  DATABASE_TIMEOUT_MS: number
+  REDIS_URL?: string
+  REDIS_KEY_PREFIX: string
+  REDIS_COMMAND_TIMEOUT_MS: number
+  LOG_LEVEL: Config['logLevel']
+  PUBLIC_BASE_URL: string
+  SEED: 'true' | 'false'
+  RATE_LIMIT_BAN_AFTER: number
+  RATE_LIMIT_BAN_SECONDS: number
+  TRUST_PROXY: string
+  BODY_LIMIT: number
+}
+
+const schema = {
   type: 'object',
   properties: {
     NODE_ENV: { type: 'string', default: 'development' },
@@ -46,61 +68,118 @@ const envSchema = {
     SEED: { type: 'string', enum: ['true', 'false'], default: 'true' },
     RATE_LIMIT_BAN_AFTER: { type: 'integer', minimum: 1, maximum: 1000000, default: 10 },
     RATE_LIMIT_BAN_SECONDS: { type: 'integer', minimum: 1, maximum: 31536000, default: 900 },
-    TRUST_PROXY: { type: 'string', minLength: 1, default: 'false' },
+    TRUST_PROXY: { type: 'string', format: 'trust-proxy', default: 'false' },
     BODY_LIMIT: { type: 'integer', minimum: 64, maximum: 104857600, default: 16384 }
   }
-} as const
-
-const describe: Record<string, string> = {
-  HOST: 'must be an address or host name without spaces',
-  DATABASE_URL: 'must be sqlite:PATH or postgres://…',
-  REDIS_URL: 'must be redis://… or rediss://…',
-  PUBLIC_BASE_URL: 'must be an http(s) address without a trailing slash'
 }
 
-const validate = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: false }).compile(envSchema)
+const variables = Object.keys(schema.properties)
+
+/** Variables holding an address that may carry a password: their values are echoed only masked. */
+const urlVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL'])
+
+/** proxy-addr's names for address ranges, which Fastify's trustProxy accepts in its list. */
+const proxyRangeNames = ['loopback', 'linklocal', 'uniquelocal']
+
+/** An IPv4 netmask such as 255.255.0.0 as its prefix length; undefined when the ones are not contiguous. */
+function netmaskPrefix (mask: string): number | undefined {
+  const bits = mask.split('.').reduce((n, octet) => n * 256 + Number(octet), 0)
+  const hostBits = (~bits) >>> 0
+  if ((hostBits & (hostBits + 1)) !== 0) return undefined
+  return 32 - Math.log2(hostBits + 1)
+}
+
+/** One entry of a TRUST_PROXY list, as proxy-addr takes it: address, address/prefix, address/netmask, or a range name. */
+function isProxyEntry (entry: string): boolean {
+  if (proxyRangeNames.includes(entry)) return true
+  const [address = '', range, ...rest] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  if (range === undefined) return true
+  const max = family === 4 ? 32 : 128
+  // proxy-addr refuses a zero prefix (it would trust every address: say `true` for that).
+  const prefix = /^\d{1,3}$/.test(range) ? Number(range) : family === 4 && isIPv4(range) ? netmaskPrefix(range) : undefined
+  return prefix !== undefined && prefix >= 1 && prefix <= max
+}
+
+const isTrustProxy = (text: string) =>
+  text === 'true' || text === 'false' || text.split(',').every((entry) => isProxyEntry(entry.trim()))
+
+// Our own instance (env-schema's documented option) so that the first error, with its keyword,
+// is the one reported, and TRUST_PROXY is checked by the schema like every other variable.
+const ajv = new Ajv({
+  allErrors: false,
+  removeAdditional: true,
+  useDefaults: true,
+  coerceTypes: true,
+  formats: { 'trust-proxy': isTrustProxy }
+})
+
+/** What a valid value looks like, where ajv's own words ("must match pattern …") would not say. */
+const describe: Record<string, (value: string) => string> = {
+  HOST: () => 'must be an address or host name without spaces',
+  DATABASE_URL: () => 'must be sqlite:PATH or postgres://…',
+  REDIS_URL: () => 'must be redis://… or rediss://…',
+  PUBLIC_BASE_URL: () => 'must be an http(s) address without a trailing slash',
+  TRUST_PROXY: (value) => /^\d+$/.test(value.trim())
+    ? 'is a hop count, which is not accepted (a count cannot check who the proxy is): list the proxies\' addresses or CIDRs instead, e.g. TRUST_PROXY=10.0.0.0/8'
+    : `must be true, false, or a comma-separated list of the proxies' addresses, CIDRs or ${proxyRangeNames.join(', ')}`
+}
+
+/**
+ * The text with any password replaced by ***: the one in the user-info part of an address
+ * (`postgres://user:***@host/db`) and password parameters (`?password=***`). Works on text that
+ * is not a valid URL too, since it is used for values that were refused.
+ */
+export function maskPassword (text: string): string {
+  const scheme = text.indexOf('://')
+  const colon = text.indexOf(':', scheme === -1 ? 0 : scheme + 3)
+  // The user info ends at the last @ (as URL parsers read it): a password may contain an @.
+  const at = text.lastIndexOf('@')
+  const masked = colon !== -1 && colon < at ? `${text.slice(0, colon + 1)}***${text.slice(at)}` : text
+  return masked.replace(/([?&][^=&#]*password=)[^&#]*/gi, '$1***')
+}
+
+function explain (error: ErrorObject | undefined, env: Record<string, string>): string {
+  const name = error?.instancePath.slice(1) ?? ''
+  if (!variables.includes(name)) return `Invalid configuration: ${error?.message ?? 'the environment is invalid'}`
+  const value = env[name] ?? ''
+  const allowed = error?.keyword === 'enum' ? `: ${(error.params as { allowedValues: string[] }).allowedValues.join(', ')}` : ''
+  const reason = describe[name]?.(value) ?? `${error?.message ?? 'is invalid'}${allowed}`
+  const shown = urlVariables.has(name) && !value.startsWith('sqlite:') ? maskPassword(value) : value
+  return `Invalid configuration: ${name} ${reason} (got ${JSON.stringify(shown)})`
+}
 
 /** Reads and validates the configuration; throws ConfigError with a one-line message. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
-  const raw: Record<string, string | number | undefined> = {}
-  for (const name of Object.keys(envSchema.properties)) {
+  // An empty variable counts as unset, as shells and .env files commonly leave them.
+  const given: Record<string, string> = {}
+  for (const name of variables) {
     const value = env[name]
-    // An empty variable counts as unset, as shells and .env files commonly leave them.
-    if (value !== undefined && value !== '') raw[name] = value
+    if (value !== undefined && value !== '') given[name] = value
   }
-  if (!validate(raw)) {
-    const error = validate.errors?.[0]
-    const name = error?.instancePath.slice(1) ?? 'environment'
-    const allowed = error?.keyword === 'enum' ? `: ${(error.params as { allowedValues: string[] }).allowedValues.join(', ')}` : ''
-    const reason = describe[name] ?? `${error?.message ?? 'is invalid'}${allowed}`
-    throw new ConfigError(`Invalid configuration: ${name} ${reason} (got ${JSON.stringify(env[name])})`)
+  let v: Env
+  try {
+    v = envSchema<Env>({ schema, data: given, env: false, ajv })
+  } catch (error) {
+    throw new ConfigError(explain((error as { errors?: ErrorObject[] }).errors?.[0], given))
   }
-  const v = raw as Record<string, string | number>
   return {
-    nodeEnv: String(v.NODE_ENV),
-    port: Number(v.PORT),
-    host: String(v.HOST),
-    databaseUrl: String(v.DATABASE_URL),
-    databasePoolMax: Number(v.DATABASE_POOL_MAX),
-    databaseTimeoutMs: Number(v.DATABASE_TIMEOUT_MS),
-    redisUrl: v.REDIS_URL === undefined ? undefined : String(v.REDIS_URL),
-    redisKeyPrefix: String(v.REDIS_KEY_PREFIX),
-    redisCommandTimeoutMs: Number(v.REDIS_COMMAND_TIMEOUT_MS),
-    logLevel: v.LOG_LEVEL as Config['logLevel'],
-    publicBaseUrl: String(v.PUBLIC_BASE_URL),
+    nodeEnv: v.NODE_ENV,
+    port: v.PORT,
+    host: v.HOST,
+    databaseUrl: v.DATABASE_URL,
+    databasePoolMax: v.DATABASE_POOL_MAX,
+    databaseTimeoutMs: v.DATABASE_TIMEOUT_MS,
+    redisUrl: v.REDIS_URL,
+    redisKeyPrefix: v.REDIS_KEY_PREFIX,
+    redisCommandTimeoutMs: v.REDIS_COMMAND_TIMEOUT_MS,
+    logLevel: v.LOG_LEVEL,
+    publicBaseUrl: v.PUBLIC_BASE_URL,
     seed: v.SEED === 'true',
-    rateLimitBanAfter: Number(v.RATE_LIMIT_BAN_AFTER),
-    rateLimitBanSeconds: Number(v.RATE_LIMIT_BAN_SECONDS),
-    trustProxy: parseTrustProxy(String(v.TRUST_PROXY)),
-    bodyLimit: Number(v.BODY_LIMIT)
+    rateLimitBanAfter: v.RATE_LIMIT_BAN_AFTER,
+    rateLimitBanSeconds: v.RATE_LIMIT_BAN_SECONDS,
+    trustProxy: v.TRUST_PROXY === 'true' ? true : v.TRUST_PROXY === 'false' ? false : v.TRUST_PROXY,
+    bodyLimit: v.BODY_LIMIT
   }
-}
-
-/** TRUST_PROXY: true/false, a hop count, or a comma-separated list of addresses/CIDRs (as Fastify takes it). */
-function parseTrustProxy (text: string): boolean | number | string {
-  if (text === 'true') return true
-  if (text === 'false') return false
-  if (/^\d+$/.test(text)) return Number(text)
-  if (/^[0-9a-fA-F:.,/\s]+$/.test(text)) return text
-  throw new ConfigError(`Invalid configuration: TRUST_PROXY must be true, false, a hop count or a list of addresses (got ${JSON.stringify(text)})`)
 }

@@ -1,13 +1,42 @@
-import type { Config } from './config.js'
+import { type Config, maskPassword } from './config.js'
 import { issueApiKey } from './store/api-keys.js'
 import type { Store } from './store/types.js'
 
 /**
- * First start outside production with no keys at all: one demo key on the free plan, so a
- * newcomer can call the API at once. Returns the secret (to print once) or undefined.
+ * First start on the embedded SQLite database, outside production, with no keys at all: one demo
+ * key on the free plan, so a newcomer can call the API at once. Never on PostgreSQL, where a
+ * shared database with no keys yet is a deployment, not a newcomer's laptop. Returns the secret
+ * (to print once) or undefined.
  */
 export async function ensureDemoKey (store: Store, config: Config): Promise<string | undefined> {
-  if (config.nodeEnv === 'production' || await store.countApiKeys() > 0) return undefined
+  if (store.engine !== 'sqlite' || config.nodeEnv === 'production' || await store.countApiKeys() > 0) return undefined
   const { secret } = await issueApiKey(store, { name: 'demo', plan: 'free' })
   return secret
+}
+
+/** The database name of a postgres:// address, if it has one that can be read. */
+function postgresDatabaseName (databaseUrl: string): string | undefined {
+  try {
+    const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1))
+    return name === '' ? undefined : name
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * One line for a database that could not be opened, saying what failed and what to check; the
+ * address is shown without its password. `next` says what to do once a missing PostgreSQL
+ * database exists (the server and `db migrate` create the tables themselves).
+ */
+export function databaseFailure (error: unknown, databaseUrl: string, next = ''): string {
+  const shown = databaseUrl.startsWith('sqlite:') ? databaseUrl : maskPassword(databaseUrl)
+  // A driver's message could quote the address it was given.
+  const message = (error instanceof Error ? error.message : String(error)).split(databaseUrl).join(shown)
+  // 3D000, invalid_catalog_name: PostgreSQL does not create databases on connection.
+  if ((error as { code?: unknown }).code === '3D000') {
+    const name = postgresDatabaseName(databaseUrl)
+    return `PostgreSQL: ${message} (DATABASE_URL=${shown}): create it first${name === undefined ? '' : ` (e.g. createdb ${name})`}${next}`
+  }
+  return `cannot open the database (DATABASE_URL=${shown}): ${message}`
 }

@@ -3,20 +3,29 @@
  * db migrate                 apply pending schema migrations (idempotent)
  * db seed FILE.json          upsert pets, inventory and orders from a file
  * db seed --synthetic N      create N pets with an inventory entry each (benchmarks)
- * Both migrate first, so they work on a database the server has never opened.
+ * Both migrate first, so they work on a database the server has never opened; only migrate
+ * creates a database that does not exist.
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { loadDocument } from '../openapi/document.js'
 import { CatalogueError, readCatalogueFile } from '../store/catalogue.js'
-import { createStore } from '../store/create-store.js'
 import type { Catalogue, Store } from '../store/types.js'
-import { runCli, UsageError } from './run-cli.js'
+import { openStore, runCli, UsageError } from './run-cli.js'
 
-const usage = `Usage:
+const text = {
+  usage: `Usage:
   db migrate
   db seed FILE.json
-  db seed --synthetic N`
+  db seed --synthetic N`,
+  details: `Works on the database of DATABASE_URL (default sqlite:./data/petstore.db).
+
+  migrate            applies pending schema migrations (idempotent); creates a SQLite database
+                     that does not exist yet (a PostgreSQL database must be created first).
+  seed FILE.json     upserts pets, inventory and orders from a file (migrating first).
+  seed --synthetic N creates N pets with an inventory entry each, for benchmarks.
+Seeding needs an existing database: run db migrate (or start the server) first.`
+}
 
 /** Inventory and orders must name a pet of the file or of the database; say which entry does not. */
 async function checkPetReferences (store: Store, catalogue: Catalogue): Promise<void> {
@@ -32,7 +41,7 @@ async function checkPetReferences (store: Store, catalogue: Catalogue): Promise<
   }
 }
 
-await runCli(usage, async (argv) => {
+await runCli(text, async (argv) => {
   const [command, ...rest] = argv
   if (command !== 'migrate' && command !== 'seed') throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`)
   const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { synthetic: { type: 'string' } } })
@@ -43,9 +52,8 @@ await runCli(usage, async (argv) => {
     throw new UsageError(`--synthetic must be a whole number from 1 to 99999999, got ${JSON.stringify(values.synthetic)}`)
   }
 
-  const store = await createStore(loadConfig().databaseUrl)
+  const store = await openStore(loadConfig(), { create: command === 'migrate' })
   try {
-    await store.migrate()
     if (command === 'migrate') {
       console.log(`${store.engine}: schema up to date`)
     } else if (values.synthetic !== undefined) {

@@ -5,20 +5,32 @@
  * keys revoke ID
  *
  * Works on the server's DATABASE_URL, also while the server runs: a revoked key fails on its
- * next request on every instance, since the server looks keys up on every request.
+ * next request on every instance, since the server looks keys up on every request. It never
+ * creates that database (see openStore).
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { loadDocument } from '../openapi/document.js'
 import { issueApiKey } from '../store/api-keys.js'
-import { createStore } from '../store/create-store.js'
 import type { ApiKeyRecord, Store } from '../store/types.js'
-import { runCli, UsageError } from './run-cli.js'
+import { openStore, runCli, UsageError } from './run-cli.js'
 
-const usage = `Usage:
+const text = {
+  usage: `Usage:
   keys create --plan PLAN [--name NAME] [--per-minute N --per-day N] [--json]
   keys list [--json]
-  keys revoke ID`
+  keys revoke ID`,
+  get details () {
+    return `Manages the API keys in the database of DATABASE_URL (default sqlite:./data/petstore.db),
+also while the server runs. The database must exist: see npm run db:migrate.
+
+  create   issues a key and prints its secret, the only time it is shown.
+           PLAN is one of ${loadDocument().planNames.join(', ')}; an enterprise key takes its own
+           --per-minute and --per-day limits. --json prints {"id", "key", "plan", "name"}.
+  list     lists the keys (never their secrets), with their state.
+  revoke   revokes a key: it is refused from its next request on, on every instance.`
+  }
+}
 
 function positiveInteger (name: string, text: string | undefined): number | null {
   if (text === undefined) return null
@@ -41,6 +53,9 @@ async function create (store: Store, args: string[]) {
     if (perMinute === null || perDay === null) throw new UsageError('an enterprise key needs its own --per-minute and --per-day limits')
   } else if (perMinute !== null || perDay !== null) {
     throw new UsageError(`--per-minute and --per-day are only for enterprise keys; the ${values.plan} plan has fixed limits`)
+  }
+  if (perMinute !== null && perDay !== null && perDay < perMinute) {
+    throw new UsageError(`--per-day (${perDay}) is below --per-minute (${perMinute}): the daily limit must be at least the per-minute one`)
   }
   const name = values.name ?? `${values.plan} key`
   if (name.length === 0 || name.length > 200) throw new UsageError('--name must be 1 to 200 characters')
@@ -80,6 +95,12 @@ async function revoke (store: Store, args: string[]) {
   const { positionals } = parseArgs({ args, allowPositionals: true, options: {} })
   if (positionals.length !== 1) throw new UsageError('revoke takes exactly one key ID (see: keys list)')
   const id = positionals[0]!
+  const before = (await store.listApiKeys()).find((k) => k.id === id)
+  if (before === undefined) throw new UsageError(`no key with id ${id}`, 1)
+  if (before.revokedAt !== null) {
+    console.log(`${before.id} ("${before.name}") was already revoked at ${before.revokedAt}; nothing changed.`)
+    return
+  }
   const key = await store.revokeApiKey(id)
   if (key === undefined) throw new UsageError(`no key with id ${id}`, 1)
   console.log(`Revoked ${key.id} ("${key.name}") at ${key.revokedAt}. It is refused from its next request on.`)
@@ -87,13 +108,12 @@ async function revoke (store: Store, args: string[]) {
 
 const commands: Record<string, (store: Store, args: string[]) => Promise<void>> = { create, list, revoke }
 
-await runCli(usage, async (argv) => {
+await runCli(text, async (argv) => {
   const [command, ...rest] = argv
   const run = command === undefined ? undefined : commands[command]
   if (run === undefined) throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`)
-  const store = await createStore(loadConfig().databaseUrl)
+  const store = await openStore(loadConfig(), { create: false })
   try {
-    await store.migrate()
     await run(store, rest)
   } finally {
     await store.close()

@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
+import Fastify from 'fastify'
 import t from 'tap'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig, maskPassword } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
 
@@ -57,7 +58,6 @@ t.test('loadConfig reads valid values with their types', async (t) => {
     nodeEnv: 'production'
   })
   t.equal(loadConfig({ PORT: '0' }).port, 0, 'PORT=0 picks a free port')
-  t.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2, 'TRUST_PROXY as a hop count')
   t.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy, '10.0.0.0/8, 127.0.0.1', 'TRUST_PROXY as addresses')
   t.equal(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).databaseUrl, 'sqlite::memory:')
 })
@@ -81,6 +81,7 @@ t.test('each bad value throws ConfigError with a one-line message naming the var
     { RATE_LIMIT_BAN_AFTER: '0' },
     { RATE_LIMIT_BAN_SECONDS: 'forever' },
     { TRUST_PROXY: '???' },
+    { TRUST_PROXY: '2' },
     { BODY_LIMIT: '-1' },
     { BODY_LIMIT: '16kb' },
     { BODY_LIMIT: '1' }
@@ -98,6 +99,101 @@ t.test('each bad value throws ConfigError with a one-line message naming the var
       t.match(message, name!, `${label}: names ${name}: ${message}`)
     }
   }
+})
+
+t.test('the messages say what a valid value is', async (t) => {
+  const cases: [Record<string, string>, string][] = [
+    [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: LOG_LEVEL must be equal to one of the allowed values: fatal, error, warn, info, debug, trace, silent (got "loud")'],
+    [{ SEED: 'yes' }, 'Invalid configuration: SEED must be equal to one of the allowed values: true, false (got "yes")'],
+    [{ PORT: '70000' }, 'Invalid configuration: PORT must be <= 65535 (got "70000")'],
+    [{ BODY_LIMIT: '16kb' }, 'Invalid configuration: BODY_LIMIT must be integer (got "16kb")'],
+    [{ HOST: 'my host' }, 'Invalid configuration: HOST must be an address or host name without spaces (got "my host")'],
+    [{ DATABASE_URL: './petstore.db' }, 'Invalid configuration: DATABASE_URL must be sqlite:PATH or postgres://… (got "./petstore.db")'],
+    [{ REDIS_URL: 'localhost:6379' }, 'Invalid configuration: REDIS_URL must be redis://… or rediss://… (got "localhost:6379")'],
+    [{ PUBLIC_BASE_URL: 'https://example.com/' }, 'Invalid configuration: PUBLIC_BASE_URL must be an http(s) address without a trailing slash (got "https://example.com/")'],
+    [{ PORT: '8\n0' }, 'Invalid configuration: PORT must be integer (got "8\\n0")']
+  ]
+  for (const [env, message] of cases) t.throws(() => loadConfig(env), { name: 'ConfigError', message }, message)
+})
+
+t.test('loadConfig reads only the environment it is given, by default process.env', async (t) => {
+  const saved = process.env.PORT
+  process.env.PORT = '4321'
+  t.teardown(() => { if (saved === undefined) delete process.env.PORT; else process.env.PORT = saved })
+  t.equal(loadConfig({}).port, 3000, 'a given environment is not mixed with process.env')
+  t.equal(loadConfig().port, 4321, 'without one, process.env')
+  t.equal(loadConfig({ PORT: '5000', UNRELATED: 'x' }).port, 5000, 'other variables are ignored')
+})
+
+t.test('a refused address is echoed without its password', async (t) => {
+  const cases: [string, string, string][] = [
+    ['DATABASE_URL', 'mysql://admin:s3cret-pw@db.example/petstore', '"mysql://admin:***@db.example/petstore"'],
+    ['DATABASE_URL', 'postgres//admin:s3cret-pw@db.example/petstore', '"postgres//admin:***@db.example/petstore"'],
+    ['DATABASE_URL', 'mysql://admin:s3cret@pw@db.example/petstore', '"mysql://admin:***@db.example/petstore"'],
+    ['DATABASE_URL', 'mysql://db.example/petstore?user=admin&password=s3cret-pw', '"mysql://db.example/petstore?user=admin&password=***"'],
+    ['REDIS_URL', 'http://:s3cret-pw@cache.example:6379', '"http://:***@cache.example:6379"'],
+    ['PUBLIC_BASE_URL', 'https://admin:s3cret-pw@api.example/', '"https://admin:***@api.example/"']
+  ]
+  for (const [name, value, shown] of cases) {
+    try {
+      loadConfig({ [name]: value })
+      t.fail(`${name}=${value} was accepted`)
+    } catch (error) {
+      const message = (error as Error).message
+      t.ok(message.startsWith(`Invalid configuration: ${name} must `), `${name}: names the variable: ${message}`)
+      t.ok(message.endsWith(`(got ${shown})`), `${name}: shows the value masked`)
+      t.notMatch(message, /s3cret/, `${name}: no part of the password`)
+    }
+  }
+  t.equal(maskPassword('postgres://user:secret@host/db'), 'postgres://user:***@host/db', 'PRODUCT.md §8 example')
+  t.equal(maskPassword('https://user@api.example:8443/x'), 'https://user@api.example:8443/x', 'a user without a password and a port are left alone')
+  t.equal(maskPassword('redis://cache.example:6379/2'), 'redis://cache.example:6379/2', 'nothing to mask')
+})
+
+t.test('TRUST_PROXY: true, false, or the proxies\' addresses as Fastify\'s trustProxy takes them', async (t) => {
+  t.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false)
+  t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
+  const accepted = [
+    '127.0.0.1',
+    '10.0.0.0/8',
+    '10.0.0.0/255.0.0.0',
+    '192.168.1.10/32',
+    '::1',
+    '2001:db8::/32',
+    '::ffff:10.0.0.1',
+    'loopback',
+    'loopback, linklocal, uniquelocal',
+    ' 10.0.0.0/8 ,127.0.0.1,fd00::/8 '
+  ]
+  for (const value of accepted) {
+    const { trustProxy } = loadConfig({ TRUST_PROXY: value })
+    t.equal(trustProxy, value, `${JSON.stringify(value)} is passed on as it is`)
+    // Fastify compiles the list when it is constructed, and throws on an entry proxy-addr refuses.
+    t.doesNotThrow(() => Fastify({ trustProxy }), `${JSON.stringify(value)}: Fastify takes it`)
+  }
+
+  const refused = ['2', '0', ' 1 ', '???', 'yes', 'TRUE', 'localhost', '10.0.0.0/0', '10.0.0.1/33', '::1/129', '10.0.0.0/255.0.255.0',
+    '10.0.0.256', '10.0.0', '010.0.0.1', '10.0.0.1,', '10.0.0.1,,127.0.0.1', '10.0.0.0/8/8', 'loopback,proxy.example']
+  for (const value of refused) {
+    t.throws(() => loadConfig({ TRUST_PROXY: value }), { name: 'ConfigError', message: /^Invalid configuration: TRUST_PROXY [^\n]+$/ }, `${JSON.stringify(value)} is refused`)
+  }
+  t.throws(() => loadConfig({ TRUST_PROXY: '2' }), {
+    message: 'Invalid configuration: TRUST_PROXY is a hop count, which is not accepted (a count cannot check who the proxy is): list the proxies\' addresses or CIDRs instead, e.g. TRUST_PROXY=10.0.0.0/8 (got "2")'
+  }, 'a hop count: says to list the addresses instead')
+  t.throws(() => loadConfig({ TRUST_PROXY: '10.0.0.1,proxy.example' }), {
+    message: 'Invalid configuration: TRUST_PROXY must be true, false, or a comma-separated list of the proxies\' addresses, CIDRs or loopback, linklocal, uniquelocal (got "10.0.0.1,proxy.example")'
+  })
+})
+
+t.test('a TRUST_PROXY list gives Fastify the client address behind the listed proxies only', async (t) => {
+  const app = Fastify({ trustProxy: loadConfig({ TRUST_PROXY: '10.0.0.0/8, loopback' }).trustProxy })
+  app.get('/', async (request) => ({ ip: request.ip }))
+  t.teardown(() => app.close())
+  const ip = async (remoteAddress: string, forwarded: string) =>
+    (await app.inject({ url: '/', remoteAddress, headers: { 'x-forwarded-for': forwarded } })).json<{ ip: string }>().ip
+  t.equal(await ip('10.1.2.3', '203.0.113.7'), '203.0.113.7', 'through a listed proxy: the forwarded address')
+  t.equal(await ip('10.1.2.3', '198.51.100.1, 203.0.113.7, 10.9.9.9'), '203.0.113.7', 'the nearest untrusted hop, not what the client wrote in front')
+  t.equal(await ip('192.0.2.44', '203.0.113.7'), '192.0.2.44', 'from an address not listed: the header is ignored')
 })
 
 /** Runs the real server entry point and collects its output (it is expected to exit by itself). */
@@ -120,7 +216,9 @@ t.test('the server refuses to start on a bad value: non-zero exit, one line nami
   const cases: [string, Record<string, string>][] = [
     ['PORT', { PORT: '70000' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
-    ['TRUST_PROXY', { TRUST_PROXY: '???' }]
+    ['TRUST_PROXY', { TRUST_PROXY: '???' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '2' }],
+    ['REDIS_URL', { REDIS_URL: 'http://:s3cret-pw@cache.example' }]
   ]
   // One at a time: each is a whole Node process on a small machine.
   for (const [name, env] of cases) {
@@ -134,5 +232,6 @@ t.test('the server refuses to start on a bad value: non-zero exit, one line nami
     t.notMatch(stderr, /\bat .+:\d+:\d+/, `${name}: no stack trace`)
     t.equal(stdout, '', `${name}: nothing on stdout`)
     t.notOk(existsSync(file), `${name}: the database was not touched`)
+    t.notMatch(stderr, /s3cret/, `${name}: no password in the output`)
   }
 })

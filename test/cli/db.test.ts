@@ -4,7 +4,7 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import type { Catalogue } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
-import { runCli } from '../helpers/cli.js'
+import { migrateDatabase, runCli } from '../helpers/cli.js'
 
 /** A database file in a directory that does not exist yet: no server has ever opened it. */
 function freshDatabase (t: Parameters<typeof tempDir>[0]) {
@@ -50,8 +50,9 @@ t.test('db seed FILE.json upserts pets, inventory and orders', async (t) => {
   const file = join(fresh.dir, 'catalogue.json')
   writeFileSync(file, JSON.stringify(catalogue))
 
+  await migrateDatabase(fresh.url)
   const first = await fresh.db('seed', file)
-  t.equal(first.code, 0, 'seeds a database the server never opened (it migrates first)')
+  t.equal(first.code, 0, 'seeds a database the server never opened')
   t.match(first.stdout, /imported 2 pets, 2 inventory entries, 1 orders/)
   t.match(fresh.counts(), { pets: 2, inventory: 2, orders: 1 })
 
@@ -78,6 +79,7 @@ t.test('db seed FILE.json upserts pets, inventory and orders', async (t) => {
 
 t.test('db seed rejects an invalid file with a clear error and imports nothing', async (t) => {
   const fresh = freshDatabase(t)
+  await migrateDatabase(fresh.url)
   const write = (name: string, content: string) => { const f = join(fresh.dir, name); writeFileSync(f, content); return f }
   const cases: [string, string, RegExp][] = [
     ['missing file', join(fresh.dir, 'nope.json'), /cannot read .*nope\.json/],
@@ -105,6 +107,7 @@ t.test('db seed rejects an invalid file with a clear error and imports nothing',
 
 t.test('db seed --synthetic N on an empty database gives exactly N inventory entries', async (t) => {
   const fresh = freshDatabase(t)
+  await migrateDatabase(fresh.url)
   const res = await fresh.db('seed', '--synthetic', '37')
   t.equal(res.code, 0, 'works on a database the server never opened')
   t.match(fresh.counts(), { pets: 37, inventory: 37, orders: 0 })
@@ -120,4 +123,37 @@ t.test('db seed --synthetic N on an empty database gives exactly N inventory ent
     t.match(wrong.stderr.split('\n')[0], /^error: --synthetic must be a whole number/, `--synthetic ${bad}: says why`)
   }
   t.match(fresh.counts(), { pets: 37 }, 'nothing added by the rejected runs')
+})
+
+t.test('db seed never creates a database: exit 1, one line naming the path and db:migrate', async (t) => {
+  const fresh = freshDatabase(t)
+  const file = join(fresh.dir, 'catalogue.json')
+  writeFileSync(file, JSON.stringify(catalogue))
+  const expected = `error: no database at ${fresh.file} (DATABASE_URL=${fresh.url}): run npm run db:migrate (or start the server) first, or check DATABASE_URL and the working directory\n`
+  for (const args of [['seed', file], ['seed', '--synthetic', '5']]) {
+    const label = `db ${args.join(' ')}`
+    const res = await fresh.db(...args)
+    t.equal(res.code, 1, `${label}: exit 1`)
+    t.equal(res.stdout, '', `${label}: nothing on stdout`)
+    t.equal(res.stderr, expected, `${label}: the one line`)
+  }
+  t.notOk(existsSync(join(fresh.dir, 'never')), 'neither the file nor its directories were created')
+
+  const migrated = await fresh.db('migrate')
+  t.equal(migrated.code, 0, 'db migrate creates it')
+  t.equal((await fresh.db('seed', file)).code, 0, 'and seeding works from then on')
+  t.match(fresh.counts(), { pets: 2, inventory: 2, orders: 1 })
+})
+
+t.test('db --help and -h print the usage on stdout and exit 0', async (t) => {
+  for (const args of [['--help'], ['-h'], ['seed', '--help'], ['migrate', '-h']]) {
+    const res = await runCli('db', args, { DATABASE_URL: 'mysql://x' })
+    const label = `db ${args.join(' ')}`
+    t.equal(res.code, 0, `${label}: exit 0`)
+    t.equal(res.stderr, '', `${label}: nothing on stderr`)
+    t.match(res.stdout, /^Usage:\n {2}db migrate\n {2}db seed FILE\.json\n {2}db seed --synthetic N\n\n/, `${label}: the usage`)
+  }
+  const bad = await runCli('db', ['frobnicate'], { DATABASE_URL: 'mysql://x' })
+  t.equal(bad.code, 2, 'an unknown command is still a usage error')
+  t.match(bad.stderr, /^error: unknown command frobnicate\nUsage:/, 'with the usage on stderr')
 })

@@ -1,20 +1,24 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { projectRoot } from '../../src/paths.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { expectUnauthorized } from '../helpers/assertions.js'
-import { runCli } from '../helpers/cli.js'
+import { migrateDatabase, runCli } from '../helpers/cli.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 type Created = { id: string, key: string, plan: string, name: string }
 
-function database (t: Parameters<typeof tempDir>[0]) {
+/** A migrated database of its own (keys never creates one). */
+async function database (t: Parameters<typeof tempDir>[0]) {
   const url = `sqlite:${join(tempDir(t), 'keys.db')}`
+  await migrateDatabase(url)
   return { url, keys: (...args: string[]) => runCli('keys', args, { DATABASE_URL: url }) }
 }
 
 t.test('keys create --json prints exactly one JSON object, and the key works at once', async (t) => {
-  const db = database(t)
+  const db = await database(t)
   const res = await db.keys('create', '--plan', 'pro', '--name', 'Partner A', '--json')
   t.equal(res.code, 0, 'exit 0')
   t.equal(res.stderr, '', 'nothing on stderr')
@@ -46,7 +50,7 @@ t.test('keys create --json prints exactly one JSON object, and the key works at 
 })
 
 t.test('keys list (text and --json) never prints a secret or a hash', async (t) => {
-  const db = database(t)
+  const db = await database(t)
   const created: Created[] = []
   for (const args of [['--plan', 'free', '--name', 'alpha'], ['--plan', 'enterprise', '--name', 'beta', '--per-minute', '10', '--per-day', '100']]) {
     created.push(JSON.parse((await db.keys('create', ...args, '--json')).stdout) as Created)
@@ -76,7 +80,7 @@ t.test('keys list (text and --json) never prints a secret or a hash', async (t) 
 })
 
 t.test('keys revoke makes the key fail at once against a running app on that database', async (t) => {
-  const db = database(t)
+  const db = await database(t)
   const victim = JSON.parse((await db.keys('create', '--plan', 'free', '--json')).stdout) as Created
   const other = JSON.parse((await db.keys('create', '--plan', 'free', '--json')).stdout) as Created
   const api = await buildTestApp(t, { env: { DATABASE_URL: db.url } })
@@ -92,12 +96,13 @@ t.test('keys revoke makes the key fail at once against a running app on that dat
 })
 
 t.test('bad usage: non-zero exit, a one-line error, nothing created', async (t) => {
-  const db = database(t)
+  const db = await database(t)
   const cases: [string[], RegExp][] = [
     [['create', '--plan', 'gold'], /--plan must be one of free, pro, business, enterprise/],
     [['create', '--plan', 'enterprise'], /enterprise key needs its own --per-minute and --per-day/],
     [['create', '--plan', 'enterprise', '--per-minute', '0', '--per-day', '10'], /--per-minute must be a whole number/],
     [['create', '--plan', 'free', '--per-minute', '5', '--per-day', '100'], /only for enterprise/],
+    [['create', '--plan', 'enterprise', '--per-minute', '5000', '--per-day', '100'], /^error: --per-day \(100\) is below --per-minute \(5000\): the daily limit must be at least the per-minute one$/],
     [['create', '--plan', 'free', '--colour', 'red'], /colour/],
     [['frobnicate'], /unknown command frobnicate/],
     [['revoke', 'key_0000000000000000'], /no key with id key_0000000000000000/]
@@ -113,9 +118,60 @@ t.test('bad usage: non-zero exit, a one-line error, nothing created', async (t) 
     t.notMatch(res.stderr, /\bat .+:\d+:\d+|node:internal/, `${label}: no stack trace`)
   }
   t.same(JSON.parse((await db.keys('list', '--json')).stdout), [], 'no key was created by any of them (an empty list is [])')
+  const equal = await db.keys('create', '--plan', 'enterprise', '--per-minute', '100', '--per-day', '100', '--json')
+  t.equal(equal.code, 0, `a daily limit equal to the per-minute one is accepted ${equal.stderr}`)
 
   const badUrl = await runCli('keys', ['list'], { DATABASE_URL: 'mysql://x' })
   t.not(badUrl.code, 0, 'a bad DATABASE_URL: non-zero exit')
   t.equal(badUrl.stderr.trim().split('\n').length, 1, 'one line')
   t.match(badUrl.stderr, /DATABASE_URL/, 'naming the variable')
+})
+
+t.test('revoking a revoked key says it already was, and when; nothing changes', async (t) => {
+  const db = await database(t)
+  const key = JSON.parse((await db.keys('create', '--plan', 'free', '--name', 'twice', '--json')).stdout) as Created
+  const first = await db.keys('revoke', key.id)
+  t.equal(first.code, 0)
+  const revokedAt = /at (\S+)\. It is refused/.exec(first.stdout)?.[1]
+  t.ok(revokedAt, `the first revocation gives its time: ${first.stdout}`)
+
+  const second = await db.keys('revoke', key.id)
+  t.equal(second.code, 0, 'exit 0: the key is revoked, as asked')
+  t.equal(second.stderr, '')
+  t.equal(second.stdout, `${key.id} ("twice") was already revoked at ${revokedAt}; nothing changed.\n`)
+  const listed = JSON.parse((await db.keys('list', '--json')).stdout) as { id: string, revokedAt: string }[]
+  t.equal(listed[0]!.revokedAt, revokedAt, 'the first revocation time is kept')
+})
+
+t.test('keys never creates a database: exit 1, one line naming the path and db:migrate', async (t) => {
+  const dir = join(tempDir(t), 'not', 'there')
+  const file = join(dir, 'petstore.db')
+  const expected = `error: no database at ${file} (DATABASE_URL=sqlite:${file}): run npm run db:migrate (or start the server) first, or check DATABASE_URL and the working directory\n`
+  for (const args of [['create', '--plan', 'free'], ['list'], ['list', '--json'], ['revoke', 'key_0000000000000000']]) {
+    const label = `keys ${args.join(' ')}`
+    const res = await runCli('keys', args, { DATABASE_URL: `sqlite:${file}` })
+    t.equal(res.code, 1, `${label}: exit 1`)
+    t.equal(res.stdout, '', `${label}: nothing on stdout`)
+    t.equal(res.stderr, expected, `${label}: the one line`)
+  }
+  t.notOk(existsSync(dir), 'neither the file nor its directory was created')
+
+  // A relative path is resolved against the working directory, and the line shows where it looked.
+  const relative = `./no-such-dir-${randomBytes(4).toString('hex')}/petstore.db`
+  const res = await runCli('keys', ['list'], { DATABASE_URL: `sqlite:${relative}` })
+  t.equal(res.code, 1)
+  t.match(res.stderr, `error: no database at ${join(projectRoot, relative)} (DATABASE_URL=sqlite:${relative})`, 'names the resolved path')
+  t.notOk(existsSync(join(projectRoot, relative)), 'nothing created in the working directory')
+})
+
+t.test('keys --help and -h print the usage on stdout and exit 0', async (t) => {
+  // No database and a DATABASE_URL that would be refused: help needs neither.
+  for (const args of [['--help'], ['-h'], ['create', '--help'], ['revoke', '-h']]) {
+    const res = await runCli('keys', args, { DATABASE_URL: 'mysql://x' })
+    const label = `keys ${args.join(' ')}`
+    t.equal(res.code, 0, `${label}: exit 0`)
+    t.equal(res.stderr, '', `${label}: nothing on stderr`)
+    t.match(res.stdout, /^Usage:\n {2}keys create --plan PLAN \[--name NAME\] \[--per-minute N --per-day N\] \[--json\]\n {2}keys list \[--json\]\n {2}keys revoke ID\n/, `${label}: the usage`)
+    t.match(res.stdout, /PLAN is one of free, pro, business, enterprise/, `${label}: the plans`)
+  }
 })

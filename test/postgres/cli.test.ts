@@ -1,9 +1,10 @@
+import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { tempDir } from '../helpers/app.js'
 import { runCli } from '../helpers/cli.js'
-import { adminQuery, createTestSchema } from '../helpers/postgres.js'
+import { adminQuery, createTestSchema, POSTGRES } from '../helpers/postgres.js'
 
 t.test('db migrate and db seed work on a PostgreSQL schema the server has never opened', async (t) => {
   const schema = await createTestSchema(t)
@@ -36,4 +37,24 @@ t.test('db migrate and db seed work on a PostgreSQL schema the server has never 
   const listed = await runCli('keys', ['list', '--json'], env)
   t.equal(listed.code, 0, listed.stderr)
   t.same(JSON.parse(listed.stdout), [], 'the keys CLI reads the same schema')
+})
+
+t.test('on a PostgreSQL database that does not exist: one line, no stack, no password, exit 1', async (t) => {
+  const name = `petstore_missing_${randomBytes(4).toString('hex')}`
+  const url = `postgres://${POSTGRES.user}:s3cret-pw@${POSTGRES.host}:${POSTGRES.port}/${name}`
+  const shown = `postgres://${POSTGRES.user}:***@${POSTGRES.host}:${POSTGRES.port}/${name}`
+  const cases: [string, string[], string][] = [
+    ['keys', ['list'], 'then run npm run db:migrate'],
+    ['keys', ['create', '--plan', 'free'], 'then run npm run db:migrate'],
+    ['db', ['seed', '--synthetic', '3'], 'then run npm run db:migrate'],
+    ['db', ['migrate'], 'then run this again']
+  ]
+  for (const [cli, args, next] of cases) {
+    const label = `${cli} ${args.join(' ')}`
+    const res = await runCli(cli as 'keys' | 'db', args, { DATABASE_URL: url })
+    t.equal(res.code, 1, `${label}: exit 1`)
+    t.equal(res.stdout, '', `${label}: nothing on stdout`)
+    t.equal(res.stderr, `error: PostgreSQL: database "${name}" does not exist (DATABASE_URL=${shown}): create it first (e.g. createdb ${name}), ${next}\n`, `${label}: the one line`)
+  }
+  t.same(await adminQuery('SELECT datname FROM pg_database WHERE datname = $1', [name]), [], 'no database was created')
 })

@@ -1,5 +1,9 @@
 import t from 'tap'
 import { loadConfig } from '../../src/config.js'
+import { ensureDemoKey } from '../../src/startup.js'
+import { createStore } from '../../src/store/create-store.js'
+import { adminQuery, createTestSchema } from '../helpers/postgres.js'
+import { startServer } from '../helpers/server-process.js'
 
 t.test('DATABASE_POOL_MAX and DATABASE_TIMEOUT_MS: defaults, and one-line errors for bad values', async (t) => {
   const config = loadConfig({})
@@ -16,4 +20,33 @@ t.test('DATABASE_POOL_MAX and DATABASE_TIMEOUT_MS: defaults, and one-line errors
   for (const [name, value, message] of bad) {
     t.throws(() => loadConfig({ [name]: value }), { name: 'ConfigError', message }, `${name}=${value}`)
   }
+})
+
+t.test('the demo key is created on the embedded SQLite database only, never on PostgreSQL', async (t) => {
+  const schema = await createTestSchema(t)
+  const config = loadConfig({ DATABASE_URL: schema.url() })
+  t.equal(config.nodeEnv, 'development', 'outside production')
+  const postgres = await createStore(config.databaseUrl)
+  t.teardown(() => postgres.close())
+  await postgres.migrate()
+  t.equal(await postgres.countApiKeys(), 0, 'with no keys at all')
+  t.equal(await ensureDemoKey(postgres, config), undefined, 'PostgreSQL: no demo key')
+  t.equal(await postgres.countApiKeys(), 0, 'and none stored')
+
+  // The same conditions on SQLite do create one, so the refusal above is the engine's doing.
+  const sqlite = await createStore('sqlite::memory:')
+  t.teardown(() => sqlite.close())
+  await sqlite.migrate()
+  t.match(await ensureDemoKey(sqlite, config), /^psk_/, 'SQLite: a demo key')
+  const production = await createStore('sqlite::memory:')
+  t.teardown(() => production.close())
+  await production.migrate()
+  t.equal(await ensureDemoKey(production, { ...config, nodeEnv: 'production' }), undefined, 'SQLite in production: none')
+
+  // The server's own first start on a fresh PostgreSQL schema prints no key either.
+  const fresh = await createTestSchema(t)
+  const server = await startServer(t, { DATABASE_URL: fresh.url() })
+  t.equal(server.demoKey, undefined, 'the start-up line carries no demo key')
+  t.same(await adminQuery(`SELECT COUNT(*)::int AS n FROM ${fresh.schema}.api_keys`), [{ n: 0 }], 'the server created no key')
+  t.equal(await server.stop(), 0, 'the server stops cleanly')
 })
