@@ -15,6 +15,8 @@ import { issueApiKey } from '../store/api-keys.js'
 import type { ApiKeyRecord, Store } from '../store/types.js'
 import { openStore, runCli, UsageError } from './run-cli.js'
 
+const { planNames } = await loadDocument()
+
 const text = {
   usage: `Usage:
   keys create --plan PLAN [--name NAME] [--per-minute N --per-day N] [--json]
@@ -25,7 +27,7 @@ const text = {
 also while the server runs. The database must exist: see npm run db:migrate.
 
   create   issues a key and prints its secret, the only time it is shown.
-           PLAN is one of ${loadDocument().planNames.join(', ')}; an enterprise key takes its own
+           PLAN is one of ${planNames.join(', ')}; an enterprise key takes its own
            --per-minute and --per-day limits. --json prints {"id", "key", "plan", "name"}.
   list     lists the keys (never their secrets), with their state.
   revoke   revokes a key: it is refused from its next request on, on every instance.`
@@ -43,7 +45,7 @@ async function create (store: Store, args: string[]) {
     args,
     options: { plan: { type: 'string' }, name: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' }, json: { type: 'boolean', default: false } }
   })
-  const plans = (await loadDocument()).planNames
+  const plans = planNames
   if (values.plan === undefined || !plans.includes(values.plan)) {
     throw new UsageError(`--plan must be one of ${plans.join(', ')}${values.plan === undefined ? '' : `, got ${JSON.stringify(values.plan)}`}`)
   }
