@@ -62,10 +62,10 @@ if (args.help) {
   process.exit(0)
 }
 
-
-const positiveNumber = (name: string, value: string | undefined, fallback: number) => {
+// Whole seconds: wrk takes no fractions.
+const positiveInteger = (name: string, value: string | undefined, fallback: number) => {
   const n = Number(value ?? fallback)
-  if (!(n > 0) || !Number.isFinite(n)) usageError(`--${name} must be a positive number, not ${value}`)
+  if (!Number.isSafeInteger(n) || n < 1) usageError(`--${name} must be a whole number from 1 up, not ${value}`)
   return n
 }
 
@@ -81,9 +81,9 @@ if (baselineDir !== undefined) {
 
 const quick = args.quick
 // A/B rounds alternate which build goes first, so an even count gives each order the same weight.
-const rounds = Math.round(positiveNumber('rounds', args.rounds, baselineDir === undefined ? (quick ? 1 : 5) : (quick ? 2 : 6)))
-const durationSec = positiveNumber('duration', args.duration, quick ? 2 : 5)
-const warmupSec = positiveNumber('warmup', args.warmup, quick ? 1 : 5)
+const rounds = positiveInteger('rounds', args.rounds, baselineDir === undefined ? (quick ? 1 : 5) : (quick ? 2 : 6))
+const durationSec = positiveInteger('duration', args.duration, quick ? 2 : 5)
+const warmupSec = positiveInteger('warmup', args.warmup, quick ? 1 : 5)
 const generator = (args.generator ?? defaultGenerator()) as Generator
 if (generator !== 'wrk' && generator !== 'autocannon') usageError('--generator must be wrk or autocannon')
 const adminPgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -173,7 +173,7 @@ async function cleanup () {
   cleaned = true
   await Promise.all([...servers.values()].map((s) => s.stop().catch(() => {})))
   for (const name of pgDatabases) await dropPostgresDatabase(adminPgUrl, name).catch((e: Error) => console.error(`could not drop ${name}: ${e.message}`))
-  if (needed('redis')) {
+  if ([...servers.keys()].some((name) => name.startsWith('redis-'))) {
     await deleteRedisKeys(redisUrl, redisPrefix).catch((e: Error) => console.error(`could not delete the Redis keys ${redisPrefix}*: ${e.message}`))
   }
   rmSync(scratch, { recursive: true, force: true })
