@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] — issue 5's benchmark.
+ * npm run bench [-- options]: the service's benchmark (bench/README.md says what it measures).
  *
  * Every configuration runs as a real server process pinned to core 0; the load generator (wrk
  * when /usr/bin/wrk exists, else autocannon in this process) runs on core 1. After a warm-up the
@@ -9,23 +9,40 @@
  * Options: --quick (1 short round, results in bench/out/), --rounds N (default 5: a median that two
  * noisy rounds cannot move), --duration S, --warmup S,
  * --only w1,w2 (workloads), --configs c1,c2, --generator wrk|autocannon, --profile (service
- * processes run with --cpu-prof; profiles land in bench/out/profiles/), --tsx (run the service
- * from src/ through tsx instead of compiling it first, as `npm start` runs it, into bench/out/dist/).
+ * processes run with --cpu-prof; profiles and their summaries land in bench/out/profiles/), --tsx
+ * (run the service from src/ through tsx instead of compiling it first, as `npm start` runs it,
+ * into bench/out/dist/), --baseline DIR (A/B: this checkout against the build in DIR/dist/).
  */
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
-import { parseArgs } from 'node:util'
+import { join, relative, resolve } from 'node:path'
+import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { projectRoot } from '../src/paths.js'
-import { createPostgresDatabase, dropPostgresDatabase, postgresUnavailable, redact, seedDatabase } from './lib/datasets.js'
+import { compare, comparisonLines, describeCheckout, markdownComparison } from './lib/baseline.js'
+import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
 import { type Cell, type ConfigId, configTitles, evaluateReferences, isBare, evaluateTargets, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
+import { summarizeProfile } from './lib/profile.js'
 import { type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
-const { values: args } = parseArgs({
+/** Fails with one line on stderr (a usage error, not a crash). */
+function usageError (message: string): never {
+  console.error(`npm run bench: ${message} (--help lists the options)`)
+  process.exit(2)
+}
+
+function parseOptions<T extends ParseArgsConfig> (config: T) {
+  try {
+    return parseArgs(config)
+  } catch (error) {
+    return usageError((error as Error).message)
+  }
+}
+
+const { values: args } = parseOptions({
   options: {
     quick: { type: 'boolean', default: false },
     rounds: { type: 'string' },
@@ -36,26 +53,50 @@ const { values: args } = parseArgs({
     generator: { type: 'string' },
     profile: { type: 'boolean', default: false },
     tsx: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
     help: { type: 'boolean', default: false }
   }
 })
 if (args.help) {
-  console.log('usage: npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx]')
+  console.log('usage: npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx] [--baseline DIR]')
   process.exit(0)
 }
 
+// Whole seconds: wrk takes no fractions.
+const positiveInteger = (name: string, value: string | undefined, fallback: number) => {
+  const n = Number(value ?? fallback)
+  if (!Number.isSafeInteger(n) || n < 1) usageError(`--${name} must be a whole number from 1 up, not ${value}`)
+  return n
+}
+
+// --baseline DIR: the service from this checkout (A) against the one built in DIR (B).
+const baselineDir = args.baseline === undefined ? undefined : resolve(args.baseline)
+const baselineEntry = baselineDir === undefined ? undefined : join(baselineDir, 'dist', 'src', 'server.js')
+if (baselineDir !== undefined) {
+  if (!existsSync(baselineEntry!)) usageError(`${baselineEntry} does not exist: run \`npm run build\` in ${baselineDir} first`)
+  if (!existsSync(join(baselineDir, 'node_modules'))) usageError(`${baselineDir} has no node_modules: run \`npm ci\` there first`)
+  if (args.configs !== undefined) usageError('--baseline compares the SQLite service of both checkouts; it takes no --configs')
+  if (args.tsx) usageError('--baseline runs both builds compiled (the baseline from its dist/); it takes no --tsx')
+}
+
 const quick = args.quick
-const rounds = Number(args.rounds ?? (quick ? 1 : 5))
-const durationSec = Number(args.duration ?? (quick ? 2 : 5))
-const warmupSec = Number(args.warmup ?? (quick ? 1 : 5))
+// A/B rounds alternate which build goes first, so an even count gives each order the same weight.
+const rounds = positiveInteger('rounds', args.rounds, baselineDir === undefined ? (quick ? 1 : 5) : (quick ? 2 : 6))
+const durationSec = positiveInteger('duration', args.duration, quick ? 2 : 5)
+const warmupSec = positiveInteger('warmup', args.warmup, quick ? 1 : 5)
 const generator = (args.generator ?? defaultGenerator()) as Generator
-if (generator !== 'wrk' && generator !== 'autocannon') throw new Error('--generator must be wrk or autocannon')
+if (generator !== 'wrk' && generator !== 'autocannon') usageError('--generator must be wrk or autocannon')
 const adminPgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+// The limiter's counters of this run, deleted at the end.
+const redisPrefix = `petstore-bench:${process.pid}:`
 
 const benchDir = join(projectRoot, 'bench')
 const outDir = join(benchDir, 'out')
-// A quick run (CI, development) writes nothing outside bench/out/, which git ignores.
-const resultsDir = quick || args.only !== undefined || args.configs !== undefined ? outDir : benchDir
+// Only a full run replaces bench/results.md; the others (CI, development, A/B) write to
+// bench/out/, which git ignores.
+const fullRun = !quick && args.only === undefined && args.configs === undefined && baselineDir === undefined
+const resultsDir = fullRun ? benchDir : outDir
 mkdirSync(outDir, { recursive: true })
 const logDir = join(outDir, 'logs')
 mkdirSync(logDir, { recursive: true })
@@ -87,9 +128,13 @@ const listWithWritesRequests: RequestTemplate[] = patchRequests.slice(0, 100).fl
 const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => ({ method: 'GET', path: `/v1/pets/${i + 1}` }))
 const all: ConfigId[] = ['bare', 'sqlite', 'postgres', 'express']
 const services: ConfigId[] = ['sqlite', 'postgres', 'express']
+// The small requests, where the limiter is a large part of the cost, also run with the limits
+// counted in Redis (what several instances share).
+const withRedis: ConfigId[] = ['bare', 'sqlite', 'redis', 'postgres', 'express']
 // Workloads judged against bare GET / measure it again just before the service, in every round:
 // this VM's speed drifts by up to a third within minutes, and the round's own GET / ran minutes earlier.
-const withCeiling: ConfigId[] = ['ceiling', ...all]
+const withCeiling: ConfigId[] = ['ceiling', ...withRedis]
+const knownConfigs: ConfigId[] = ['ceiling', 'bare', 'sqlite', 'redis', 'postgres', 'express']
 
 const allWorkloads: Workload[] = [
   { id: 'root', title: 'GET / (ceiling)', connections: 50, size: undefined, configs: ['bare'], requests: [], barePath: '/' },
@@ -100,13 +145,16 @@ const allWorkloads: Workload[] = [
   { id: 'list-10k-writes', title: 'GET list, 10,000, 1 write in 10', connections: 50, size: 10_000, configs: services, requests: listWithWritesRequests },
   // Bare Fastify answers these two from a Map (bench/servers/bare.ts): their ceiling without auth, limits or storage.
   { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: withCeiling, requests: patchRequests },
-  { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: all, requests: getPetRequests }
+  { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: withRedis, requests: getPetRequests }
 ]
+// What --baseline compares unless --only names others.
+const abWorkloads = ['list-100', 'patch', 'get-pet']
 
-const onlyWorkloads = args.only?.split(',')
-const onlyConfigs = args.configs?.split(',') as ConfigId[] | undefined
-for (const w of onlyWorkloads ?? []) if (!allWorkloads.some((x) => x.id === w)) throw new Error(`unknown workload ${w}; known: ${allWorkloads.map((x) => x.id).join(', ')}`)
-for (const c of onlyConfigs ?? []) if (!withCeiling.includes(c)) throw new Error(`unknown configuration ${c}; known: ${withCeiling.join(', ')}`)
+const onlyWorkloads = args.only?.split(',') ?? (baselineDir === undefined ? undefined : abWorkloads)
+const onlyConfigs = (args.configs?.split(',') ?? (baselineDir === undefined ? undefined : ['sqlite', 'baseline'])) as ConfigId[] | undefined
+for (const w of onlyWorkloads ?? []) if (!allWorkloads.some((x) => x.id === w)) usageError(`unknown workload ${w}; known: ${allWorkloads.map((x) => x.id).join(', ')}`)
+for (const c of args.configs?.split(',') ?? []) if (!knownConfigs.includes(c as ConfigId)) usageError(`unknown configuration ${c}; known: ${knownConfigs.join(', ')}`)
+if (baselineDir !== undefined && onlyWorkloads!.includes('root')) usageError('the workload root is bare Fastify alone: there is no service to compare with --baseline')
 
 // ---- Set-up ---------------------------------------------------------------------------------
 
@@ -125,6 +173,9 @@ async function cleanup () {
   cleaned = true
   await Promise.all([...servers.values()].map((s) => s.stop().catch(() => {})))
   for (const name of pgDatabases) await dropPostgresDatabase(adminPgUrl, name).catch((e: Error) => console.error(`could not drop ${name}: ${e.message}`))
+  if ([...servers.keys()].some((name) => name.startsWith('redis-'))) {
+    await deleteRedisKeys(redisUrl, redisPrefix).catch((e: Error) => console.error(`could not delete the Redis keys ${redisPrefix}*: ${e.message}`))
+  }
   rmSync(scratch, { recursive: true, force: true })
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -136,7 +187,8 @@ const note = (text: string) => { notes.push(text); console.log(`note: ${text}`) 
 
 const workloads = allWorkloads
   .filter((w) => onlyWorkloads === undefined || onlyWorkloads.includes(w.id))
-  .map((w) => ({ ...w, configs: w.configs.filter((c) => onlyConfigs === undefined || onlyConfigs.includes(c)) }))
+  // Every workload with a service on SQLite can run on the baseline build too.
+  .map((w) => ({ ...w, configs: (baselineDir !== undefined && w.configs.includes('sqlite') ? [...w.configs, 'baseline' as const] : w.configs).filter((c) => onlyConfigs === undefined || onlyConfigs.includes(c)) }))
   .filter((w) => w.configs.length > 0)
 
 let postgresSkipped: string | undefined
@@ -147,15 +199,25 @@ if (workloads.some((w) => w.configs.includes('postgres'))) {
     for (const w of workloads) w.configs = w.configs.filter((c) => c !== 'postgres')
   }
 }
+let redisSkipped: string | undefined
+if (workloads.some((w) => w.configs.includes('redis'))) {
+  redisSkipped = await redisUnavailable(redisUrl)
+  if (redisSkipped !== undefined) {
+    note(`limits in Redis skipped: ${redisSkipped}`)
+    for (const w of workloads) w.configs = w.configs.filter((c) => c !== 'redis')
+  }
+}
 
 const sizes = [...new Set(workloads.filter((w) => w.size !== undefined && w.configs.some((c) => !isBare(c))).map((w) => w.size!))]
 // The payload ceiling sends the service's own list bytes, so it needs the SQLite service too.
 for (const w of workloads) if (w.size !== undefined && w.configs.includes('bare') && !sizes.includes(w.size)) sizes.push(w.size)
-const needed = (config: ConfigId) => workloads.some((w) => w.configs.includes(config))
+const needed = (config: ConfigId, size?: number) => workloads.some((w) => w.configs.includes(config) && (size === undefined || w.size === size))
 
 const keys = new Map<string, string>()
 const serviceEnv = { SEED: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production' }
 const profileDir = args.profile ? join(outDir, 'profiles') : undefined
+// Only this run's profiles get summarised at the end.
+if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true })
 let serviceEntry = join(projectRoot, 'src', 'server.ts')
 if (!args.tsx) {
   // Compiled JavaScript, as `npm start` runs it (tsx would add its loader's memory to the RSS
@@ -176,16 +238,31 @@ for (const size of sizes) {
   const file = join(scratch, `service-${size}.db`)
   const key = await seedDatabase(`sqlite:${file}`, size)
   keys.set(`sqlite-${size}`, key)
-  keys.set(`express-${size}`, key)
-  const peerFile = join(scratch, `express-${size}.db`)
-  copyFileSync(file, peerFile)
+  // Every other SQLite configuration gets a copy of the same file (seedDatabase has closed it).
+  const copyFor = (config: ConfigId) => {
+    const copy = join(scratch, `${config}-${size}.db`)
+    copyFileSync(file, copy)
+    keys.set(`${config}-${size}`, key)
+    return copy
+  }
   starts.push(startServer({ name: `sqlite-${size}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: `sqlite:${file}` }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `sqlite-${size}`) })
     .then((s) => { servers.set(s.name, s) }))
-  if (needed('express')) {
+  if (needed('redis', size)) {
+    const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('redis')}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }
+    starts.push(startServer({ name: `redis-${size}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${size}`) })
+      .then((s) => { servers.set(s.name, s) }))
+  }
+  if (baselineDir !== undefined && needed('baseline', size)) {
+    // The baseline runs from its own checkout, so it loads its own openapi.yaml and node_modules.
+    starts.push(startServer({ name: `baseline-${size}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${size}`) })
+      .then((s) => { servers.set(s.name, s) }))
+  }
+  if (needed('express', size)) {
+    const peerFile = copyFor('express')
     starts.push(startServer({ name: `express-${size}`, entry: join(benchDir, 'peers', 'express.ts'), env: { DATABASE_URL: `sqlite:${peerFile}`, NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore })
       .then((s) => { servers.set(s.name, s) }))
   }
-  if (needed('postgres')) {
+  if (needed('postgres', size)) {
     const name = `petstore_bench_${process.pid}_${size}`
     const url = await createPostgresDatabase(adminPgUrl, name)
     pgDatabases.push(name)
@@ -194,11 +271,11 @@ for (const size of sizes) {
       .then((s) => { servers.set(s.name, s) }))
   }
 }
-try {
-  await Promise.all(starts)
-} catch (error) {
+// Every start settles first, so that the clean-up stops the servers that did start.
+const failedStart = (await Promise.allSettled(starts)).find((r) => r.status === 'rejected')
+if (failedStart !== undefined) {
   await cleanup()
-  throw error
+  throw failedStart.reason
 }
 
 // The list bodies, as the SQLite service sends them: the payload ceiling sends the same bytes,
@@ -206,29 +283,38 @@ try {
 const payloadDir = join(scratch, 'payloads')
 mkdirSync(payloadDir)
 let limiterSeen: boolean | undefined
+const withoutLimiter = new Set<string>()
 for (const size of sizes) {
-  const get = async (config: string) => {
+  const get = async (config: ConfigId) => {
     const server = servers.get(`${config}-${size}`)
     if (server === undefined) return undefined
     const res = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${keys.get(`${config}-${size}`)}` } })
     const body = await res.text()
-    if (res.status !== 200) throw new Error(`${config}-${size}: GET /v1/inventory answered ${res.status}: ${body.slice(0, 300)}`)
+    if (res.status !== 200) {
+      await cleanup()
+      throw new Error(`${config}-${size}: GET /v1/inventory answered ${res.status}: ${body.slice(0, 300)}`)
+    }
+    if (config !== 'express' && !res.headers.has('x-ratelimit-limit')) withoutLimiter.add(configTitles[config])
     if (config === 'sqlite') limiterSeen = res.headers.has('x-ratelimit-limit')
     return body
   }
   const reference = await get('sqlite')
   writeFileSync(join(payloadDir, `list-${size}`), reference!)
-  for (const config of ['postgres', 'express']) {
+  for (const config of ['redis', 'postgres', 'express', 'baseline'] as const) {
     const body = await get(config)
     if (body !== undefined && JSON.stringify(JSON.parse(body)) !== JSON.stringify(JSON.parse(reference!))) {
       note(`${config}-${size} sends a different list than sqlite-${size} (${body.length} vs ${reference!.length} bytes)`)
     }
   }
 }
-if (limiterSeen === false) note('the service sent no X-RateLimit-* headers: the rate limiter is not active in this build')
+for (const title of withoutLimiter) note(`${title} sent no X-RateLimit-* headers: its rate limiter is not active`)
 if (needed('bare') || needed('ceiling')) {
-  const bare = await startServer({ name: 'bare', entry: join(benchDir, 'servers', 'bare.ts'), env: { PAYLOAD_DIR: payloadDir }, cwd: projectRoot, logDir, core: serverCore })
-  servers.set('bare', bare)
+  try {
+    servers.set('bare', await startServer({ name: 'bare', entry: join(benchDir, 'servers', 'bare.ts'), env: { PAYLOAD_DIR: payloadDir }, cwd: projectRoot, logDir, core: serverCore }))
+  } catch (error) {
+    await cleanup()
+    throw error
+  }
 }
 
 // ---- Measurement ----------------------------------------------------------------------------
@@ -276,6 +362,8 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
 
 /** Measurements that started while the machine was still busy after 20 s of waiting. */
 let noisyStarts = 0
+/** A/B: which build goes first in a round (this checkout in odd rounds, the baseline in even ones). */
+const firstInRound = (round: number): 'A' | 'B' => round % 2 === 1 ? 'A' : 'B'
 
 const cells: Cell[] = []
 for (const w of workloads) for (const config of w.configs) cells.push({ workload: w.id, workloadTitle: w.title, config, connections: w.connections, samples: [] })
@@ -296,7 +384,8 @@ try {
   }
   for (let round = 1; round <= rounds; round++) {
     for (const w of workloads) {
-      for (const config of w.configs) {
+      const order = baselineDir !== undefined && firstInRound(round) === 'B' ? [...w.configs].reverse() : w.configs
+      for (const config of order) {
         const sample = await measure(w, config, durationSec, round)
         cells.find((c) => c.workload === w.id && c.config === config)!.samples.push(sample)
         console.log(`round ${round}/${rounds} ${w.id.padEnd(13)} ${config.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p50 ${sample.p50.toFixed(2).padStart(7)} ms  p99 ${sample.p99.toFixed(2).padStart(7)} ms  errors ${sample.non2xx + sample.socketErrors}  server CPU ${(sample.serverCpu * 100).toFixed(0)}% ${sample.cpuPerRequest.toFixed(0)} µs/req`)
@@ -311,14 +400,14 @@ const loadAverageAfter = (await import('node:os')).loadavg()
 
 // ---- Report ---------------------------------------------------------------------------------
 
-const targets = evaluateTargets(cells, 'sqlite')
-const references = evaluateReferences(cells, 'sqlite')
-const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres') : []
 const busy = cells.flatMap((c) => c.samples).map((s) => s.otherCpu)
 const maxOther = busy.length === 0 ? 0 : Math.max(...busy)
 if (noisyStarts > 0) note(`${noisyStarts} measurement(s) started while other processes still kept 0.15 cores or more busy after 20 s of waiting`)
 if (maxOther > 0.2) note(`other processes kept up to ${maxOther.toFixed(2)} cores busy during some measurements: figures are noisy; rerun on a quiet machine`)
 
+const checkout = { a: describeCheckout(projectRoot), b: baselineDir === undefined ? undefined : describeCheckout(baselineDir) }
+// The baseline's dist/ is whatever was last built there, which need not match its working tree.
+const baselineBuilt = baselineEntry === undefined ? undefined : statSync(baselineEntry).mtime.toISOString()
 const meta = {
   date: startedAt.toISOString(),
   durationMinutes: Number(((finishedAt.getTime() - startedAt.getTime()) / 60_000).toFixed(1)),
@@ -327,34 +416,72 @@ const meta = {
   node: process.version,
   generator,
   pinned: twoCores,
-  mode: quick ? 'quick' : args.only !== undefined || args.configs !== undefined ? 'partial' : 'full',
+  mode: quick ? 'quick' : baselineDir !== undefined ? 'baseline' : fullRun ? 'full' : 'partial',
   rounds,
   durationSec,
   warmupSec,
   logLevel: serviceEnv.LOG_LEVEL,
   rateLimiterActive: limiterSeen,
   postgres: postgresSkipped === undefined ? redact(adminPgUrl) : `skipped: ${postgresSkipped}`,
+  redis: redisSkipped === undefined ? redact(redisUrl) : `skipped: ${redisSkipped}`,
+  checkout: checkout.a,
+  baseline: baselineDir === undefined ? undefined : { dir: baselineDir, checkout: checkout.b, built: baselineBuilt },
   loadAverage: { before: loadAverageBefore, after: loadAverageAfter },
   notes
 }
 
-console.log('\n' + textTable(cells))
-console.log('\nTargets of issue 5 (medians of per-round ratios):')
-for (const line of [...targetLines(targets), ...targetLines(pgTargets)]) console.log('  ' + line)
-if (references.length > 0) console.log('\nReferences from the same run (not targets):')
-for (const line of referenceLines(references)) console.log('  ' + line)
-for (const n of notes) console.log(`note: ${n}`)
+const command = `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
+const setUp = `- CPU: ${meta.cpu}, ${meta.cores} cores${twoCores ? '; every server process pinned to core 0, the load generator to core 1' : '; no pinning'}
+- Node ${meta.node}; load generator: ${generator}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved
+- Service: \`${args.tsx ? 'src/server.ts through tsx' : 'src/server.ts compiled by tsc (as npm start runs it)'}\` at ${checkout.a}, with \`LOG_LEVEL=${serviceEnv.LOG_LEVEL}\`, \`NODE_ENV=production\`; one enterprise key whose limits never bind (the limiter still counts every request${limiterSeen === false ? ' — but this build had no limiter' : ''})
+- Load average before / after: ${loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}`
+const notesSection = notes.length > 0 ? '## Notes\n\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''
 
-const command = quick ? 'npm run bench -- --quick' : `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
-const markdown = `# Benchmark results
+console.log('\n' + textTable(cells))
+mkdirSync(resultsDir, { recursive: true })
+const written: string[] = []
+
+if (baselineDir !== undefined) {
+  const comparison = compare(cells, firstInRound)
+  console.log(`\nA = this checkout (${checkout.a}), B = ${baselineDir} (${checkout.b}, dist/ built ${baselineBuilt}); medians over ${rounds} round(s), ratios are medians of per-round A/B:`)
+  for (const line of comparisonLines(comparison)) console.log('  ' + line)
+  for (const n of notes) console.log(`note: ${n}`)
+  const markdown = `# A/B: this checkout against a baseline build
+
+Written by \`${command}\` (bench/run.ts) on ${startedAt.toISOString()}; ${meta.durationMinutes} min.
+
+- A: this checkout, ${projectRoot} at ${checkout.a} (compiled by tsc into bench/out/dist/)
+- B: ${baselineDir} at ${checkout.b} (its dist/, built ${baselineBuilt}, run with its own node_modules and openapi.yaml)
+- Both on copies of one SQLite dataset, seeded by this checkout; the order alternates (A B in odd rounds, B A in even ones)
+${setUp}
+
+"µs/req" is the server's CPU time (user + system, from /proc/PID/stat) per response: the figure to
+compare, since the VM's speed drifts between rounds and req/s with it. A/B below 1 in µs/req means A
+uses less CPU per request; above 1 in req/s means A serves more. "other CPU" is the cores anything
+else on the machine used during A's and B's measurement (noise).
+
+${markdownComparison(comparison)}
+
+${notesSection}`
+  writeFileSync(join(resultsDir, 'baseline.md'), markdown)
+  writeFileSync(join(resultsDir, 'baseline.json'), JSON.stringify({ meta, comparison, cells }, null, 2) + '\n')
+  written.push('baseline.md', 'baseline.json')
+} else {
+  const targets = evaluateTargets(cells, 'sqlite')
+  const references = evaluateReferences(cells, 'sqlite')
+  const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres') : []
+  console.log('\nTargets of issue 5 (medians of per-round ratios):')
+  for (const line of [...targetLines(targets), ...targetLines(pgTargets)]) console.log('  ' + line)
+  if (references.length > 0) console.log('\nReferences from the same run (not targets):')
+  for (const line of referenceLines(references)) console.log('  ' + line)
+  for (const n of notes) console.log(`note: ${n}`)
+
+  const markdown = `# Benchmark results
 
 Written by \`${command}\` (bench/run.ts) on ${startedAt.toISOString()}; ${meta.mode} run, ${meta.durationMinutes} min.
 
-- CPU: ${meta.cpu}, ${meta.cores} cores${twoCores ? '; every server process pinned to core 0, the load generator to core 1' : '; no pinning'}
-- Node ${meta.node}; load generator: ${generator}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved
-- Service: \`${args.tsx ? 'src/server.ts through tsx' : 'src/server.ts compiled by tsc (as npm start runs it)'}\` with \`LOG_LEVEL=${serviceEnv.LOG_LEVEL}\`, \`NODE_ENV=production\`; one enterprise key whose limits never bind (the limiter still counts every request${limiterSeen === false ? ' — but this build had no limiter' : ''})
-- PostgreSQL: ${meta.postgres}
-- Load average before / after: ${loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}
+${setUp}
+- PostgreSQL: ${meta.postgres}; Redis (for "limits in Redis"): ${meta.redis}
 
 Figures are medians over rounds; errors are summed (non-2xx responses and socket errors).
 Peak RSS is the server process's high-water mark during the measurement. "server CPU" is the
@@ -369,17 +496,28 @@ ${markdownTable(cells)}
 Ratios are medians of per-round ratios (both figures from the same round).
 
 ${markdownTargets(targets)}
-${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then.\n\n${markdownReferences(references)}\n` : ''}
-${notes.length > 0 ? '## Notes\n\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''}`
+${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then. The service with its\nlimits counted in Redis shows what sharing them between instances costs per request.\n\n${markdownReferences(references)}\n` : ''}
+${notesSection}`
+  writeFileSync(join(resultsDir, 'results.md'), markdown)
+  writeFileSync(join(resultsDir, 'results.json'), JSON.stringify({
+    meta,
+    summary: cells.map(summarize),
+    targets,
+    postgresTargets: pgTargets,
+    references,
+    cells: cells.map((c) => ({ ...c, configTitle: configTitles[c.config] }))
+  }, null, 2) + '\n')
+  written.push('results.md', 'results.json')
+}
 
-mkdirSync(resultsDir, { recursive: true })
-writeFileSync(join(resultsDir, 'results.md'), markdown)
-writeFileSync(join(resultsDir, 'results.json'), JSON.stringify({
-  meta,
-  summary: cells.map(summarize),
-  targets,
-  postgresTargets: pgTargets,
-  references,
-  cells: cells.map((c) => ({ ...c, configTitle: configTitles[c.config] }))
-}, null, 2) + '\n')
-console.log(`\nwrote ${relative(projectRoot, join(resultsDir, 'results.md'))} and results.json${profileDir ? `; CPU profiles in ${relative(projectRoot, profileDir)}` : ''}`)
+// The service processes wrote their profiles as they exited (in the clean-up above).
+if (profileDir !== undefined && existsSync(profileDir)) {
+  for (const dir of readdirSync(profileDir, { withFileTypes: true }).filter((d) => d.isDirectory())) {
+    for (const file of readdirSync(join(profileDir, dir.name)).filter((f) => f.endsWith('.cpuprofile'))) {
+      const summary = summarizeProfile(join(profileDir, dir.name, file), 25)
+      writeFileSync(join(profileDir, dir.name, file.replace(/\.cpuprofile$/, '.txt')), summary)
+      console.log('\n' + summary)
+    }
+  }
+}
+console.log(`\nwrote ${written.map((f) => relative(projectRoot, join(resultsDir, f))).join(' and ')}${profileDir ? `; CPU profiles and their summaries in ${relative(projectRoot, profileDir)}` : ''}`)

@@ -1,12 +1,11 @@
 /**
  * Fresh databases for the benchmark, filled through the service's own store module:
- * N synthetic pets with an inventory entry each (createSyntheticPets), an open order on every
- * tenth pet (so all three statuses occur), and one enterprise key with limits that never bind.
+ * N synthetic pets with an inventory entry each, an open order on every tenth pet (so all three
+ * statuses occur), and one enterprise key with limits that never bind. Also the Redis the
+ * rate limiter can count in, and its clean-up.
  */
-import { existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { Redis } from 'ioredis'
 import pg from 'pg'
-import { projectRoot } from '../../src/paths.js'
 import { issueApiKey } from '../../src/store/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { Order } from '../../src/store/types.js'
@@ -38,9 +37,6 @@ export async function seedDatabase (databaseUrl: string, size: number): Promise<
 
 /** Why PostgreSQL cannot be benchmarked here, or undefined when it can. */
 export async function postgresUnavailable (adminUrl: string): Promise<string | undefined> {
-  if (!existsSync(join(projectRoot, 'src', 'store', 'postgres-store.ts'))) {
-    return 'src/store/postgres-store.ts does not exist yet'
-  }
   try {
     const probe = await createStore(adminUrl)
     await probe.close()
@@ -82,5 +78,41 @@ export async function dropPostgresDatabase (adminUrl: string, name: string): Pro
     await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
   } finally {
     await client.end()
+  }
+}
+
+const redisClient = (url: string) => {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  client.on('error', () => {})
+  return client
+}
+
+/** Why Redis cannot be benchmarked here, or undefined when it answers. */
+export async function redisUnavailable (url: string): Promise<string | undefined> {
+  const client = redisClient(url)
+  try {
+    await client.connect()
+    await client.ping()
+    return undefined
+  } catch (error) {
+    return `Redis at ${redact(url)} does not answer (${(error as Error).message})`
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** Deletes the rate-limit counters a run left under its own key prefix. */
+export async function deleteRedisKeys (url: string, prefix: string): Promise<void> {
+  const client = redisClient(url)
+  try {
+    await client.connect()
+    let cursor = '0'
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+      if (keys.length > 0) await client.del(...keys)
+      cursor = next
+    } while (cursor !== '0')
+  } finally {
+    client.disconnect()
   }
 }

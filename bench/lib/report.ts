@@ -1,14 +1,16 @@
 /** Summaries, the targets of issue 5, and the table (stdout) and markdown (results.md) forms. */
 import type { LoadResult } from './load.js'
 
-export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'postgres' | 'express'
+export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'postgres' | 'express' | 'baseline'
 
 export const configTitles: Record<ConfigId, string> = {
   ceiling: 'bare Fastify GET /, just before',
   bare: 'bare Fastify',
   sqlite: 'service, SQLite',
+  redis: 'service, SQLite, limits in Redis',
   postgres: 'service, PostgreSQL',
-  express: 'Express peer, SQLite'
+  express: 'Express peer, SQLite',
+  baseline: 'baseline build, SQLite'
 }
 
 /** Bare Fastify configurations: the ceiling measured next to a workload, and bare Fastify itself. */
@@ -83,16 +85,19 @@ export interface TargetResult {
 
 const find = (cells: Cell[], workload: string, config: ConfigId) => cells.find((c) => c.workload === workload && c.config === config)
 
-/** Median over rounds of the per-round ratio a/b (both measured in the same round). */
-function ratio (a: Cell | undefined, b: Cell | undefined, metric: (s: Sample) => number = (s) => s.rps): number | undefined {
+/** Median over rounds of combine(a, b) for the samples of one round. */
+function perRound (a: Cell | undefined, b: Cell | undefined, combine: (a: Sample, b: Sample) => number): number | undefined {
   if (a === undefined || b === undefined) return undefined
   const values: number[] = []
   for (const sa of a.samples) {
     const sb = b.samples.find((x) => x.round === sa.round)
-    if (sb !== undefined) values.push(metric(sa) / metric(sb))
+    if (sb !== undefined) values.push(combine(sa, sb))
   }
   return values.length === 0 ? undefined : median(values)
 }
+
+/** Median over rounds of the per-round ratio a/b of req/s (both measured in the same round). */
+const ratio = (a: Cell | undefined, b: Cell | undefined) => perRound(a, b, (sa, sb) => sa.rps / sb.rps)
 
 /** Bare GET / as measured just before this workload in each round, else the round's own GET /. */
 const ceilingFor = (cells: Cell[], workload: string) => find(cells, workload, 'ceiling') ?? find(cells, 'root', 'bare')
@@ -155,7 +160,8 @@ export interface Reference {
  * Figures that put the targets in perspective, measured in the same run: how close the service
  * comes to bare Fastify answering the same PATCH and GET pet requests from a Map (no auth, limits
  * or storage), how far that bare PATCH itself is from bare GET /, and the latency tail bare
- * Fastify shows on this machine under the same load.
+ * Fastify shows on this machine under the same load; and what counting the limits in Redis
+ * instead of in the process's memory costs.
  */
 export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres' = 'sqlite'): Reference[] {
   const refs: Reference[] = []
@@ -164,6 +170,17 @@ export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres'
   push(`bare Fastify PATCH (from a Map) / bare Fastify GET /${ceilingNote(cells, 'patch')}`, ratio(barePatch, ceilingFor(cells, 'patch')))
   push(`PATCH, ${engine} / bare Fastify PATCH (from a Map)`, ratio(find(cells, 'patch', engine), barePatch))
   push(`GET pet, ${engine} / bare Fastify GET pet (from a Map)`, ratio(find(cells, 'get-pet', engine), find(cells, 'get-pet', 'bare')))
+  if (engine === 'sqlite') {
+    for (const [workload, title] of [['list-100', 'GET list, 100'], ['patch', 'PATCH'], ['get-pet', 'GET pet']] as const) {
+      const redis = find(cells, workload, 'redis')
+      const memory = find(cells, workload, 'sqlite')
+      const r = ratio(redis, memory)
+      const added = perRound(redis, memory, (a, b) => a.cpuPerRequest - b.cpuPerRequest)
+      if (r !== undefined && added !== undefined) {
+        refs.push({ what: `${title}, sqlite: limits counted in Redis / in memory`, measured: `${x(r)} req/s; ${added >= 0 ? '+' : ''}${added.toFixed(0)} µs of server CPU per request` })
+      }
+    }
+  }
   const bareLoaded = cells.filter((c) => isBare(c.config) && c.connections === 50).map(summarize)
   const worst = bareLoaded.reduce<CellSummary | undefined>((w, c) => (w === undefined || c.p99 / c.p50 > w.p99 / w.p50) ? c : w, undefined)
   if (worst !== undefined) {

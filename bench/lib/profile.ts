@@ -1,17 +1,12 @@
 /**
- * Summarises V8 CPU profiles (from `npm run bench -- --profile`, or node --cpu-prof):
- * self time by module/package, the top functions by self time, and the top functions by total
- * (inclusive) time, from the first request on. Usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [--top N]
+ * Summaries of the V8 CPU profiles `--profile` records (node --cpu-prof): self time by module or
+ * package, the top functions by self time and by total (inclusive) time, from the first request on.
  */
 import { readFileSync } from 'node:fs'
-import { parseArgs } from 'node:util'
 
 interface CallFrame { functionName: string, url: string, lineNumber: number }
 interface ProfileNode { id: number, callFrame: CallFrame, children?: number[] }
-interface Profile { nodes: ProfileNode[], samples: number[], timeDeltas: number[], startTime: number, endTime: number }
-
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } })
-const top = Number(values.top)
+interface Profile { nodes: ProfileNode[], samples: number[], timeDeltas: number[] }
 
 function where (frame: CallFrame): string {
   const url = frame.url
@@ -19,13 +14,16 @@ function where (frame: CallFrame): string {
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
   if (nm) return nm[1]!
   if (url.startsWith('node:')) return url
-  const project = /\/(src|handlers|bench)\/(.+)$/.exec(url.replace(/\/bench\/out\/dist\//, '/'))
-  return project ? `${project[1]}/${project[2]}` : url
+  // The project's own files, from the last src/, handlers/ or bench/ in the path (the checkout's
+  // own directory may carry one of those names too).
+  const path = url.replace('/bench/out/dist/', '/')
+  const at = Math.max(...['/src/', '/handlers/', '/bench/'].map((dir) => path.lastIndexOf(dir)))
+  return at >= 0 ? path.slice(at + 1) : url
 }
 
 const label = (f: CallFrame) => `${f.functionName || '(anonymous)'} ${where(f)}:${f.lineNumber + 1}`
 
-for (const file of positionals) {
+export function summarizeProfile (file: string, top: number): string {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
   const byId = new Map(profile.nodes.map((n) => [n.id, n]))
   const parent = new Map<number, number>()
@@ -63,11 +61,13 @@ for (const file of positionals) {
       inclusive.set(l, (inclusive.get(l) ?? 0) + t)
     }
   }
-  const pct = (t: number) => `${(100 * t / busy).toFixed(1).padStart(5)}%`
-  const list = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, t]) => `  ${pct(t)}  ${k}`).join('\n')
+  const pct = (t: number) => `${(100 * t / Math.max(1, busy)).toFixed(1).padStart(5)}%`
+  const list = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, t]) => `  ${pct(t)}  ${k}`).join('\n')
 
-  console.log(`${file}\n  busy ${(busy / 1000).toFixed(0)} ms of ${(total / 1000).toFixed(0)} ms sampled (percentages are of busy time)`)
-  console.log(`\nSelf time by module:\n${list(byModule, top)}`)
-  console.log(`\nTop functions by self time:\n${list(bySelf, top)}`)
-  console.log(`\nTop functions by total time:\n${list(inclusive, top)}\n`)
+  return [
+    `${file}\n  busy ${(busy / 1000).toFixed(0)} ms of ${(total / 1000).toFixed(0)} ms sampled (percentages are of busy time)`,
+    `\nSelf time by module:\n${list(byModule)}`,
+    `\nTop functions by self time:\n${list(bySelf)}`,
+    `\nTop functions by total time:\n${list(inclusive)}\n`
+  ].join('\n')
 }
