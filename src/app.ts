@@ -41,8 +41,7 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
     logger: { level: config.logLevel },
     bodyLimit: config.bodyLimit,
-    // Fastify takes a hop count too, though its types list only boolean, string and function.
-    trustProxy: config.trustProxy as boolean | string,
+    trustProxy: config.trustProxy,
     // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
     requestIdHeader: false,
     genReqId: (request) => {

@@ -2,7 +2,19 @@ import closeWithGrace from 'close-with-grace'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { ensureDemoKey } from './startup.js'
+import { databaseFailure, ensureDemoKey } from './startup.js'
+
+/** One line on stderr saying what failed and what to check; the JSON log line carries the details. */
+function startupFailed (line: string): never {
+  console.error(`Pet Store API could not start: ${line}`)
+  process.exit(1)
+}
+
+const isStorageError = (error: unknown) => {
+  const { name, code } = error as { name?: unknown, code?: unknown }
+  return name === 'StoreUnavailableError' || name === 'SqliteError' || name === 'DatabaseError' ||
+    (typeof code === 'string' && /^(SQLITE_|ECONNREFUSED|ENOTFOUND|EACCES|ENOENT|3D000|28)/.test(code))
+}
 
 /** Reads the configuration, builds and registers the app, listens, and drains on SIGTERM/SIGINT. */
 async function main () {
@@ -18,14 +30,31 @@ async function main () {
   }
 
   const server = Fastify(serverOptions(config))
-  await server.register(app, { config })
+  try {
+    await server.register(app, { config })
+    await server.ready()
+  } catch (error) {
+    server.log.error({ err: error }, 'start-up failed')
+    startupFailed(isStorageError(error) ? databaseFailure(error, config.databaseUrl) : (error as Error).message)
+  }
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) server.log.error({ err }, 'closing after an uncaught error')
     else server.log.info({ signal }, 'draining in-flight requests, then closing')
     await server.close()
   })
 
-  await server.listen({ port: config.port, host: config.host })
+  try {
+    await server.listen({ port: config.port, host: config.host })
+  } catch (error) {
+    server.log.error({ err: error }, 'listen failed')
+    const code = (error as { code?: unknown }).code
+    const at = `${config.host}:${config.port}`
+    startupFailed(code === 'EADDRINUSE'
+      ? `${at} is already in use: stop the other process or set PORT (or HOST)`
+      : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
+        ? `${at}: HOST is not an address of this machine`
+        : `cannot listen on ${at}: ${(error as Error).message}`)
+  }
   const docsUrl = `${config.publicBaseUrl}/docs`
   const demoKey = await ensureDemoKey(server.store, config)
   if (demoKey) {

@@ -1,0 +1,49 @@
+import { createServer } from 'node:net'
+import { once } from 'node:events'
+import { join } from 'node:path'
+import t from 'tap'
+import { projectRoot } from '../../src/paths.js'
+import { tempDir } from '../helpers/app.js'
+import type { Asserts } from '../helpers/assertions.js'
+import { run } from '../helpers/cli.js'
+
+// PRODUCT.md §8: a start-up failure prints one line saying what failed and what to check, exits 1.
+const startServer = (env: Record<string, string>) =>
+  run(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'server.ts')], { LOG_LEVEL: 'silent', SEED: 'false', ...env }, 60_000)
+
+function oneLine (t: Asserts, stderr: string, pattern: RegExp): void {
+  const lines = stderr.split('\n').filter((line) => line.trim() !== '')
+  t.equal(lines.length, 1, `one line on stderr, got: ${stderr}`)
+  t.match(lines[0], pattern)
+  t.notMatch(stderr, /\n\s+at /, 'no stack trace')
+}
+
+t.test('the port is in use', async (t) => {
+  const blocker = createServer().listen(0, '127.0.0.1')
+  await once(blocker, 'listening')
+  t.teardown(() => blocker.close())
+  const port = (blocker.address() as { port: number }).port
+  const res = await startServer({ PORT: String(port), DATABASE_URL: `sqlite:${join(tempDir(t), 'a.db')}` })
+  t.equal(res.code, 1)
+  oneLine(t, res.stderr, new RegExp(`^Pet Store API could not start: 127\\.0\\.0\\.1:${port} is already in use: stop the other process or set PORT`))
+})
+
+t.test('PostgreSQL does not answer, and the password is not printed', async (t) => {
+  const res = await startServer({ PORT: '0', DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/petstore', DATABASE_TIMEOUT_MS: '500' })
+  t.equal(res.code, 1)
+  oneLine(t, res.stderr, /^Pet Store API could not start: cannot open the database \(DATABASE_URL=postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/petstore\): .*ECONNREFUSED/)
+  t.notMatch(res.stderr, /s3cret/)
+})
+
+t.test('a PostgreSQL database that does not exist', async (t) => {
+  const res = await startServer({ PORT: '0', DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/petstore_no_such_db' })
+  t.equal(res.code, 1)
+  oneLine(t, res.stderr, /^Pet Store API could not start: PostgreSQL: database "petstore_no_such_db" does not exist .*createdb petstore_no_such_db/)
+})
+
+t.test('an SQLite path that cannot be a database', async (t) => {
+  const dir = tempDir(t)
+  const res = await startServer({ PORT: '0', DATABASE_URL: `sqlite:${dir}` })
+  t.equal(res.code, 1)
+  oneLine(t, res.stderr, /^Pet Store API could not start: cannot open the database \(DATABASE_URL=sqlite:/)
+})
