@@ -4,14 +4,13 @@ import { join } from 'node:path'
 import t from 'tap'
 import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
-import type { Asserts } from '../helpers/assertions.js'
 import { run } from '../helpers/cli.js'
 
 // PRODUCT.md §8: a start-up failure prints one line saying what failed and what to check, exits 1.
 const startServer = (env: Record<string, string>) =>
   run(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'server.ts')], { LOG_LEVEL: 'silent', SEED: 'false', ...env }, 60_000)
 
-function oneLine (t: Asserts, stderr: string, pattern: RegExp): void {
+function oneLine (t: Pick<typeof import('tap').default, 'equal' | 'match' | 'notMatch'>, stderr: string, pattern: RegExp): void {
   const lines = stderr.split('\n').filter((line) => line.trim() !== '')
   t.equal(lines.length, 1, `one line on stderr, got: ${stderr}`)
   t.match(lines[0], pattern)
