@@ -1,7 +1,8 @@
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import { requireBody } from '../http/json-body.js'
-import type { HandlerMap } from '../http/operation-types.js'
+import { type HandlerMap, successStatus } from '../http/operation-types.js'
+import { withQuerystringSchema } from '../http/validation.js'
 import type { ApiDocument } from '../openapi/document.js'
 import authentication, { requireAuthentication } from './authentication.js'
 import deprecation from './deprecation.js'
@@ -31,7 +32,17 @@ export default async function api (app: FastifyInstance, options: ApiOptions) {
 
   app.addHook('onRoute', (route) => {
     const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
-    if (operationId === undefined || options.document.operations.get(operationId)?.bodyRequired !== true) return
+    if (operationId === undefined) return
+    route.schema = withQuerystringSchema(route.schema)
+    const status = successStatus(Object.keys(route.schema.response ?? {}))
+    if (status !== 200) {
+      const handler = route.handler
+      route.handler = function (request, reply) {
+        reply.code(status)
+        return handler.call(this, request, reply)
+      }
+    }
+    if (options.document.operations.get(operationId)?.bodyRequired !== true) return
     const existing = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]
     route.preValidation = [...existing, requireBody]
   })
