@@ -4,62 +4,60 @@ import type { JsonText } from './json-text.js'
 
 export type OperationId = keyof operations
 
-type Responses<O extends OperationId> = operations[O]['responses']
+/** An operation as openapi-typescript writes it in src/generated/openapi.ts. */
+export interface OperationShape {
+  parameters: { query?: unknown, header?: unknown, path?: unknown }
+  requestBody?: unknown
+  responses: object
+}
 
 /** A response's JSON body; `undefined` when it has none (a 204, say). */
 type JsonContent<R> = R extends { content: { 'application/json': infer B } } ? B : undefined
 
-/** A declared parameter group (`path`, `query`, `header`); an empty record when there is none. */
-type ParameterGroup<O extends OperationId, In extends 'path' | 'query' | 'header'> =
-  [NonNullable<operations[O]['parameters'][In]>] extends [never]
-    ? Record<string, never>
-    : NonNullable<operations[O]['parameters'][In]>
+/** A declared parameter group (`path`, `query`, `header`); undefined when there is none (Fastify then types it unknown). */
+type ParameterGroup<Op extends OperationShape, In extends 'path' | 'query' | 'header'> =
+  [NonNullable<Op['parameters'][In]>] extends [never] ? undefined : NonNullable<Op['parameters'][In]>
 
-export type PathParams<O extends OperationId> = ParameterGroup<O, 'path'>
-export type QueryParams<O extends OperationId> = ParameterGroup<O, 'query'>
-
-/** Header parameters under the names Node gives them: lower case (header names are case-insensitive). */
-export type HeaderParams<O extends OperationId> = {
-  [K in keyof ParameterGroup<O, 'header'> as K extends string ? Lowercase<K> : K]: ParameterGroup<O, 'header'>[K]
-}
-
-export type RequestBody<O extends OperationId> =
-  operations[O] extends { requestBody?: infer R } ? ([R] extends [never] ? undefined : JsonContent<NonNullable<R>>) : undefined
+type BodyOf<Op extends OperationShape> =
+  Op extends { requestBody?: infer R } ? ([NonNullable<R>] extends [never] ? undefined : JsonContent<NonNullable<R>>) : undefined
 
 // The 2xx codes in ascending order, so that the lowest declared one can be found.
 type SuccessCodes = [200, 201, 202, 203, 204, 205, 206, 207, 208, 226]
 type LowestDeclared<Keys, Codes extends unknown[]> =
   Codes extends [infer Code, ...infer Rest] ? (Code extends Keys ? Code : LowestDeclared<Keys, Rest>) : ('2XX' extends Keys ? '2XX' : never)
 
-/** The status a handler's returned body is sent with: the operation's lowest declared 2xx (see successStatus). */
-export type SuccessCode<O extends OperationId> = LowestDeclared<keyof Responses<O>, SuccessCodes>
-
-/** The body of the operation's success response, as openapi.yaml defines it (`undefined` when it has none). */
-export type SuccessBody<O extends OperationId> = JsonContent<Responses<O>[SuccessCode<O> & keyof Responses<O>]>
+/** The body of the operation's lowest declared 2xx response (`undefined` when it has none). */
+type SuccessBodyOf<Op extends OperationShape> =
+  JsonContent<Op['responses'][LowestDeclared<keyof Op['responses'], SuccessCodes> & keyof Op['responses']]>
 
 /**
  * Every declared status with its body, keyed as Fastify's `Reply` generic expects (200, or '4xx'
  * for a range): `reply.code(N).send(body)` is then checked against status N's schema, and a
  * status the operation does not declare is refused. `default` has no place there and is left out.
  */
-export type ReplyBodies<O extends OperationId> = {
-  [K in keyof Responses<O> as K extends number ? K : K extends `${infer D extends 1 | 2 | 3 | 4 | 5}XX` ? `${D}xx` : never]:
-    JsonContent<Responses<O>[K]> extends infer B ? ([B] extends [undefined] ? undefined : B | JsonText<B>) : never
+type ReplyBodiesOf<Op extends OperationShape> = {
+  [K in keyof Op['responses'] as K extends number ? K : K extends `${infer D extends 1 | 2 | 3 | 4 | 5}XX` ? `${D}xx` : never]:
+    JsonContent<Op['responses'][K]> extends infer B ? ([B] extends [undefined] ? NoBody : B | JsonText<B>) : never
 }
 
-export interface OperationRoute<O extends OperationId> {
-  Params: PathParams<O>
-  Querystring: QueryParams<O>
-  Headers: HeaderParams<O>
-  Body: RequestBody<O>
-  Reply: ReplyBodies<O>
+// A status without body: `send()` takes nothing. (Fastify reads a Reply type without keys, such
+// as undefined, as "anything goes"; this one has a key no value can fill, and is void besides.)
+declare const noBody: unique symbol
+type NoBody = void & { readonly [noBody]?: never }
+
+/** Fastify's route generic for an operation: what its request holds and what its reply may send. */
+export interface RouteOf<Op extends OperationShape> {
+  Params: ParameterGroup<Op, 'path'>
+  Querystring: ParameterGroup<Op, 'query'>
+  // Fastify's request type lower-cases these names, as Node does with the headers received.
+  Headers: ParameterGroup<Op, 'header'>
+  Body: BodyOf<Op>
+  Reply: ReplyBodiesOf<Op>
 }
 
-export type OperationRequest<O extends OperationId> = FastifyRequest<OperationRoute<O>>
-export type OperationReply<O extends OperationId> = FastifyReply<OperationRoute<O>>
-
-/** What a handler may return: the success body (or that body as JSON text), never for a success without body. */
-type SuccessResult<O extends OperationId> = [SuccessBody<O>] extends [undefined] ? never : SuccessBody<O> | JsonText<SuccessBody<O>>
+/** What a handler may return: the success body (or that body as JSON text); nothing when the success has no body. */
+type SuccessResultOf<Op extends OperationShape> =
+  [SuccessBodyOf<Op>] extends [undefined] ? never : SuccessBodyOf<Op> | JsonText<SuccessBodyOf<Op>>
 
 /**
  * A handler receives the request typed from the document and returns the success body (sent with
@@ -67,12 +65,19 @@ type SuccessResult<O extends OperationId> = [SuccessBody<O>] extends [undefined]
  * (`return reply.code(204).send()` for one without body). Errors are thrown as ApiError. The
  * compiler checks every body against openapi.yaml, and the serializer checks it again at run time.
  */
-export type OperationHandler<O extends OperationId> = (
-  request: OperationRequest<O>,
-  reply: OperationReply<O>
-) => Promise<SuccessResult<O> | OperationReply<O>>
+export type HandlerOf<Op extends OperationShape> = (
+  request: FastifyRequest<RouteOf<Op>>,
+  reply: FastifyReply<RouteOf<Op>>
+) => Promise<SuccessResultOf<Op> | FastifyReply<RouteOf<Op>>>
 
+export type OperationHandler<O extends OperationId> = HandlerOf<operations[O]>
 export type HandlerMap = { [O in OperationId]: OperationHandler<O> }
+
+export type PathParams<O extends OperationId> = RouteOf<operations[O]>['Params']
+export type QueryParams<O extends OperationId> = RouteOf<operations[O]>['Querystring']
+export type HeaderParams<O extends OperationId> = RouteOf<operations[O]>['Headers']
+export type RequestBody<O extends OperationId> = RouteOf<operations[O]>['Body']
+export type SuccessBody<O extends OperationId> = SuccessBodyOf<operations[O]>
 
 /**
  * The status a handler's returned body is sent with, from the operation's declared response
