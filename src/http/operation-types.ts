@@ -81,10 +81,9 @@ export type SuccessBody<O extends OperationId> = SuccessBodyOf<operations[O]>
 
 /**
  * The status a handler's returned body is sent with, from the operation's declared response
- * codes: its lowest 2xx, as SuccessCode computes it for the compiler (Fastify would send 200).
+ * codes: its lowest 2xx, the one whose body SuccessBody types (Fastify would send 200).
  */
 export function successStatus (responseCodes: Iterable<string>): number {
-  const codes = [...responseCodes]
-  const declared = codes.map(Number).filter((code) => Number.isInteger(code) && code >= 200 && code < 300)
+  const declared = [...responseCodes].map(Number).filter((code) => Number.isInteger(code) && code >= 200 && code < 300)
   return declared.length > 0 ? Math.min(...declared) : 200
 }
