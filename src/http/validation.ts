@@ -4,34 +4,124 @@ import { ResponseValidationError } from '../errors.js'
 import { createAjv } from '../openapi/ajv.js'
 import { JsonText } from './json-text.js'
 
-type JsonSchema = Record<string, unknown> & { properties?: Record<string, { type?: unknown }> }
+type JsonSchema = Record<string, unknown>
 
-// Bodies are validated as sent (no coercion). Path, query and header values arrive as text:
-// integers among them must be written in plain decimal and are converted before validation.
+/**
+ * Bodies are validated as sent (no coercion). Path, query and header values arrive as text: each
+ * is parsed as its declared type by OpenAPI's serialization rules, then validated by the same ajv.
+ * - integer: plain decimal (`42`; not `042`, `+42`, `4.2e1`, `0x2a`), exactly representable;
+ * - number: a JSON number (`-1.5`, `2e3`; not `.5`, `+1`, `Infinity`);
+ * - boolean: exactly `true` or `false`;
+ * - string: as sent;
+ * - array: in the query, form style exploded (`?status=a&status=b`; one occurrence is a list of
+ *   one); in the path or a header, simple style (`a,b`). Each item is parsed as its own type.
+ * Every operation's query string is validated, and a parameter the operation does not declare
+ * is refused, as an unknown body property is. Headers it does not declare are of course allowed.
+ */
 const ajv = createAjv()
 const PLAIN_DECIMAL = /^-?(0|[1-9][0-9]*)$/
+const JSON_NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/
+const SAFE_RANGE = `from ${-Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`
 
-function textParameterValidator (schema: JsonSchema) {
-  const validate = ajv.compile(schema)
-  const integerNames = Object.entries(schema.properties ?? {})
-    .filter(([, property]) => property.type === 'integer')
-    .map(([name]) => name)
+type TextPart = 'params' | 'querystring' | 'headers'
 
-  const validator = (data: Record<string, unknown>): boolean => {
-    for (const name of integerNames) {
-      const text = data[name]
-      if (typeof text !== 'string') continue
-      if (!PLAIN_DECIMAL.test(text)) {
-        validator.errors = [{
-          instancePath: `/${name}`,
-          schemaPath: `#/properties/${name}/type`,
-          keyword: 'type',
-          params: { type: 'integer' },
-          message: 'must be an integer written in plain decimal'
-        }] satisfies ErrorObject[]
-        return false
+/** A value that is not text of its declared type; `at` is its path under the parameter's. */
+class Malformed {
+  constructor (readonly type: string, readonly message: string, readonly at = '') {}
+}
+
+type Parse = (text: string) => unknown
+
+function scalarParser (schema: JsonSchema, parameter: string): Parse {
+  switch (schema.type) {
+    case 'integer':
+      return (text) => {
+        if (!PLAIN_DECIMAL.test(text)) return new Malformed('integer', 'must be an integer written in plain decimal')
+        const value = Number(text)
+        return Number.isSafeInteger(value) ? value : new Malformed('integer', `must be an integer ${SAFE_RANGE}`)
       }
-      data[name] = Number(text)
+    case 'number':
+      return (text) => {
+        const value = JSON_NUMBER.test(text) ? Number(text) : Number.NaN
+        return Number.isFinite(value) ? value : new Malformed('number', 'must be a number written in decimal')
+      }
+    case 'boolean':
+      return (text) => text === 'true' ? true : text === 'false' ? false : new Malformed('boolean', 'must be boolean')
+    case 'string':
+    case undefined:
+      return (text) => text
+    default:
+      throw new Error(`parameter ${parameter}: a ${JSON.stringify(schema.type)} cannot be sent as text; ` +
+        'declare integer, number, boolean, string or an array of these')
+  }
+}
+
+/** How one parameter's received value (text, or a list of texts for a repeated query parameter) becomes its value. */
+function parameterParser (schema: JsonSchema, part: TextPart, parameter: string): (received: unknown) => unknown {
+  if (schema.type !== 'array') {
+    const parse = scalarParser(schema, parameter)
+    return (received) => typeof received === 'string'
+      ? parse(received)
+      : new Malformed(String(schema.type ?? 'string'), 'must be given once')
+  }
+  const items = (schema.items ?? {}) as JsonSchema
+  if (items.type === 'array') throw new Error(`parameter ${parameter}: an array of arrays cannot be sent as text`)
+  const parse = scalarParser(items, parameter)
+  const parseAll = (texts: readonly unknown[]) => {
+    const values: unknown[] = []
+    for (const [index, text] of texts.entries()) {
+      const value = parse(String(text))
+      if (value instanceof Malformed) return new Malformed(value.type, value.message, `/${index}`)
+      values.push(value)
+    }
+    return values
+  }
+  if (part === 'querystring') return (received) => parseAll(Array.isArray(received) ? received : [received])
+  // Node joins a repeated header with ", "; list headers allow spaces around their commas.
+  const separator = part === 'headers' ? /[ \t]*,[ \t]*/ : ','
+  return (received) => parseAll(String(received).split(separator))
+}
+
+/**
+ * Node gives header names in lower case; Fastify lower-cases a headers schema to match only for
+ * its own validator compiler, so this one does it.
+ */
+function lowerCaseHeaderNames (schema: JsonSchema): JsonSchema {
+  const properties = schema.properties as Record<string, JsonSchema> | undefined
+  const required = schema.required as string[] | undefined
+  return {
+    ...schema,
+    ...(properties && { properties: Object.fromEntries(Object.entries(properties).map(([name, property]) => [name.toLowerCase(), property])) }),
+    ...(required && { required: required.map((name) => name.toLowerCase()) })
+  }
+}
+
+function textValidator (given: JsonSchema, part: TextPart) {
+  const schema = part === 'headers'
+    ? lowerCaseHeaderNames(given)
+    : part === 'querystring' && given.additionalProperties === undefined ? { ...given, additionalProperties: false } : given
+  const validate = ajv.compile(schema)
+  const parsers = Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>)
+    .map(([name, property]) => [name, parameterParser(property, part, `${part}/${name}`)] as const)
+
+  const validator = (data: Record<string, unknown> | null): boolean => {
+    if (data !== null) {
+      for (const [name, parse] of parsers) {
+        if (!Object.hasOwn(data, name)) continue
+        const value = parse(data[name])
+        if (value instanceof Malformed) {
+          validator.errors = [{
+            instancePath: `/${name}${value.at}`,
+            schemaPath: `#/properties/${name}/type`,
+            keyword: 'type',
+            params: { type: value.type },
+            message: value.message
+          }] satisfies ErrorObject[]
+          return false
+        }
+        // Parsed in place, as Fastify's own coercion does, so the handler receives the values.
+        data[name] = value
+      }
     }
     const valid = validate(data)
     validator.errors = validate.errors
@@ -42,9 +132,12 @@ function textParameterValidator (schema: JsonSchema) {
 }
 
 export const validatorCompiler: FastifySchemaCompiler<FastifySchema> = ({ schema, httpPart }) => {
-  const validator = httpPart === 'body' ? ajv.compile(schema as JsonSchema) : textParameterValidator(schema as JsonSchema)
+  const validator = httpPart === 'params' || httpPart === 'querystring' || httpPart === 'headers'
+    ? textValidator(schema as JsonSchema, httpPart)
+    : ajv.compile(schema as JsonSchema)
   return validator as ReturnType<FastifySchemaCompiler<FastifySchema>>
 }
+
 
 /**
  * Every response body is checked against its schema in openapi.yaml before it is sent. A body

@@ -18,6 +18,8 @@ export interface OperationInfo {
   stability: string | undefined
   /** requestBody.required: Fastify validates a body only when one arrived, so this is enforced apart. */
   bodyRequired: boolean
+  /** Whether it declares any query parameter (the glue gives no query-string schema otherwise). */
+  declaresQuery: boolean
   /** Swagger UI's deep link to the operation: #/<first tag>/<operationId> ("default" when untagged). */
   docsAnchor: string
 }
@@ -69,6 +71,7 @@ export async function loadDocument (path: string = openapiPath): Promise<ApiDocu
         sunset: parseDate(operation['x-sunset'], `${operationId} x-sunset`),
         stability: operation['x-stability'] as string | undefined,
         bodyRequired: (operation.requestBody as Json | undefined)?.required === true,
+        declaresQuery: [...(item.parameters as Json[] ?? []), ...(operation.parameters as Json[] ?? [])].some((p) => p.in === 'query'),
         docsAnchor: `#/${encodeURIComponent(tag)}/${operationId}`
       })
     }

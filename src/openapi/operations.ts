@@ -1,7 +1,8 @@
-import type { onRequestHookHandler, onSendHookHandler, RouteHandlerMethod, RouteOptions } from 'fastify'
+import type { FastifySchema, FastifySchemaValidationError, onRequestHookHandler, onSendHookHandler, preValidationHookHandler, RouteHandlerMethod, RouteOptions } from 'fastify'
 import { ApiError } from '../errors.js'
-import { requireBody } from '../http/json-body.js'
-import type { HandlerMap } from '../http/operation-types.js'
+import { formatValidationErrors, requireBody } from '../http/json-body.js'
+import { type HandlerMap, successStatus } from '../http/operation-types.js'
+import { validatorCompiler } from '../http/validation.js'
 import type { ApiDocument, OperationInfo } from './document.js'
 
 export interface OperationContext {
@@ -13,6 +14,16 @@ export interface OperationContext {
 }
 
 type OperationRouteOptions = Pick<RouteOptions, 'handler'> & Partial<Pick<RouteOptions, 'preValidation' | 'onRequest' | 'onSend'>>
+
+// An operation that declares no query parameter gets no query-string schema from the glue, so
+// nothing would refuse `?limit=10`: its route checks the query against an empty schema, with the
+// same validator and message as a declared one (`querystring must NOT have additional properties`).
+const validateNoQuery = validatorCompiler({ schema: { type: 'object', properties: {} } as FastifySchema, httpPart: 'querystring', method: '', url: '' }) as
+  ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
+const refuseQueryParameters: preValidationHookHandler = (request, _reply, done) => {
+  if (validateNoQuery(request.query)) return done()
+  done(new ApiError('invalid_request', formatValidationErrors(validateNoQuery.errors ?? [], 'querystring').message))
+}
 
 /**
  * Deprecation (RFC 9745), Sunset (RFC 8594) and a Link to the operation's docs on every response,
@@ -44,10 +55,17 @@ export function operationResolver (context: OperationContext) {
   return (operationId: string): OperationRouteOptions => {
     // Both exist: the glue calls this for the document's own operations, and checkHandlers ran at boot.
     const op = context.document.operations.get(operationId)!
+    // The request is typed from the document, and the validators enforce the same document.
+    const handler = context.handlers[operationId as keyof HandlerMap] as RouteHandlerMethod
+    // A returned body is the operation's first 2xx, which need not be 200 (a 201 create, say).
+    const status = successStatus(Object.keys((op.definition.responses ?? {}) as object))
+    const preValidation = [
+      ...(op.declaresQuery ? [] : [refuseQueryParameters]),
+      ...(op.bodyRequired ? [requireBody] : [])
+    ]
     return {
-      // The request is typed from the document, and the validators enforce the same document.
-      handler: context.handlers[operationId as keyof HandlerMap] as RouteHandlerMethod,
-      ...(op.bodyRequired ? { preValidation: requireBody } : {}),
+      handler: status === 200 ? handler : function (request, reply) { reply.code(status); return handler.call(this, request, reply) },
+      ...(preValidation.length > 0 ? { preValidation } : {}),
       ...(op.deprecated ? deprecationOptions(op, context) : {})
     }
   }
