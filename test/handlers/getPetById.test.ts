@@ -1,11 +1,11 @@
 import t from 'tap'
 import { buildTestApp } from '../helpers/app.js'
 import { expectError } from '../helpers/assertions.js'
-import { document } from '../helpers/contract.js'
+import { sunsetOf } from '../helpers/spec-file.js'
 
 // getPetById retires at its sunset (deprecation.test.ts covers that); stand a day before it so
 // these tests keep testing the operation itself whatever today's date is.
-const beforeSunset = document.operations.get('getPetById')!.sunset!.getTime() - 86_400_000
+const beforeSunset = sunsetOf('getPetById') - 86_400_000
 const MAX_ID = Number.MAX_SAFE_INTEGER
 
 const pets = [
