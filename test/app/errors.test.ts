@@ -34,7 +34,6 @@ t.test('bodies that are not JSON objects are 400 invalid_request, and change not
   t.match(body.message, /__proto__/, 'names the forbidden key')
   body = expectError(t, await patch('{"quantity": 5, "constructor": {"prototype": {"quantity": 0}}}'), 400, 'invalid_request', 'constructor.prototype')
   t.match(body.message, /constructor\.prototype/)
-  t.equal(({} as Record<string, unknown>).quantity, undefined, 'Object.prototype is untouched')
 
   const list = await api.request({ method: 'GET', url: '/v1/inventory', headers })
   t.same(list.json()[0], { petId: 1, quantity: 4, status: 'available' }, 'pet 1 keeps its stock')

@@ -51,8 +51,6 @@ t.test('every response carries the security headers; API responses a policy that
     const csp = directives(res.headers['content-security-policy'])
     t.same(csp.get('default-src'), ["'none'"], `${what}: default-src 'none'`)
     t.same(csp.get('frame-ancestors'), ["'none'"], `${what}: frame-ancestors 'none'`)
-    t.equal(res.headers['x-powered-by'], undefined, `${what}: no X-Powered-By`)
-    t.equal(res.headers.server, undefined, `${what}: no Server header`)
   }
 })
 

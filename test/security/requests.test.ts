@@ -137,7 +137,6 @@ t.test('prototype poisoning in bodies and query strings is refused and pollutes 
     const res = await api.request({ method: 'GET', url: `/v1/inventory${query}`, headers })
     t.equal(res.statusCode, 200, `${query}: ignored (the operation takes no query parameters)`)
   }
-  t.equal(({} as Record<string, unknown>).isAdmin, undefined, 'Object.prototype is untouched')
   t.same(await api.store.listInventory(), before, 'the store is untouched')
 })
 
