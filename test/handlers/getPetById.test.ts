@@ -35,9 +35,7 @@ t.test('getPetById returns the pet in the classic Petstore shape with its derive
 
   t.strictSame(await get(12), { ...pets[0], status: 'available' }, 'every field, as imported')
   const bare = await get(13)
-  t.strictSame(bare, { id: 13, name: 'Bare', photoUrls: [], status: 'sold' }, 'without category and tags')
-  t.notOk('category' in bare, 'an unset category is absent, not null')
-  t.notOk('tags' in bare, 'unset tags are absent, not null')
+  t.strictSame(bare, { id: 13, name: 'Bare', photoUrls: [], status: 'sold' }, 'without category and tags: absent, not null')
   t.strictSame(await get(14), { ...pets[2], status: 'pending' }, 'empty tags stay an empty list; the open order makes it pending')
   t.strictSame(await get(MAX_ID), { id: MAX_ID, name: 'Last', photoUrls: [], status: 'available' }, 'the largest exact id')
 
