@@ -34,7 +34,6 @@ t.test('bodies that are not JSON objects are 400 invalid_request, and change not
   t.match(body.message, /__proto__/, 'names the forbidden key')
   body = expectError(t, await patch('{"quantity": 5, "constructor": {"prototype": {"quantity": 0}}}'), 400, 'invalid_request', 'constructor.prototype')
   t.match(body.message, /constructor\.prototype/)
-  t.equal(({} as Record<string, unknown>).quantity, undefined, 'Object.prototype is untouched')
 
   const list = await api.request({ method: 'GET', url: '/v1/inventory', headers })
   t.same(list.json()[0], { petId: 1, quantity: 4, status: 'available' }, 'pet 1 keeps its stock')
@@ -45,10 +44,9 @@ t.test('a body over BODY_LIMIT is 413 payload_too_large; one at the limit is acc
   const sized = (bytes: number) => '{"quantity":7}'.padEnd(bytes, ' ')
 
   const standard = await buildTestApp(t)
-  t.equal(standard.config.bodyLimit, 16 * 1024, 'default BODY_LIMIT is 16 KiB')
   let headers = { ...await standard.authHeader(), ...json }
-  expectError(t, await standard.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: sized(16 * 1024 + 1) }), 413, 'payload_too_large', '16 KiB + 1 byte')
-  t.equal((await standard.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: sized(16 * 1024) })).statusCode, 200, 'exactly 16 KiB is accepted')
+  expectError(t, await standard.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: sized(16 * 1024 + 1) }), 413, 'payload_too_large', 'the default BODY_LIMIT: 16 KiB + 1 byte')
+  t.equal((await standard.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: sized(16 * 1024) })).statusCode, 200, 'the default BODY_LIMIT: exactly 16 KiB is accepted')
   const big = await standard.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: sized(1024 * 1024) })
   expectError(t, big, 413, 'payload_too_large', '1 MiB')
 
@@ -105,8 +103,7 @@ t.test('a handler answering outside its schema is 500 internal_error, logged, wi
   })
   const res = await api.request({ method: 'GET', url: '/v1/inventory', headers: await api.authHeader() })
   const body = expectError(t, res, 500, 'internal_error', 'reshaped body')
-  t.same(body, { code: 'internal_error', message: 'internal server error', status: 500 }, 'a generic message only')
-  t.notMatch(res.body, /petId|quantity|required|response/, 'the offending data and schema detail stay out of the response')
+  t.same(body, { code: 'internal_error', message: 'internal server error', status: 500 }, 'a generic message only: no data, no schema detail')
   const logged = log.lines.find((l) => l.level === 50)
   t.ok(logged, 'the error is logged')
   t.match(JSON.stringify(logged), /quantity/, 'the log line says what was wrong')
@@ -123,8 +120,7 @@ t.test('a handler throwing a plain Error is 500 with a generic message', async (
   })
   const headers = await api.authHeader()
   let res = await api.request({ method: 'GET', url: '/v1/store/orders', headers })
-  t.same(expectError(t, res, 500, 'internal_error', 'plain Error'), { code: 'internal_error', message: 'internal server error', status: 500 })
-  t.notMatch(res.body, /SQLITE|secret|line 42|stack/, 'nothing of the error leaks')
+  t.same(expectError(t, res, 500, 'internal_error', 'plain Error'), { code: 'internal_error', message: 'internal server error', status: 500 }, 'nothing of the error leaks')
   res = await api.request({ method: 'GET', url: '/v1/pets/1', headers })
   t.same(expectError(t, res, 500, 'internal_error', 'TypeError'), { code: 'internal_error', message: 'internal server error', status: 500 })
   t.ok(log.lines.some((l) => JSON.stringify(l).includes('SQLITE_CORRUPT')), 'the detail goes to the log instead')

@@ -538,7 +538,7 @@ t.test(`fuzzing every operation of openapi.yaml (seed ${SEED}, ${RUNS} requests)
     }
 
     const polluted = Object.getOwnPropertyNames(Object.prototype).sort()
-    check(isDeepStrictEqual(polluted, prototypeKeys) && ({} as Json).polluted === undefined, 'Object.prototype was polluted')
+    check(isDeepStrictEqual(polluted, prototypeKeys), `Object.prototype was polluted: its own properties are now ${polluted.join(', ')}`)
 
     if (count % HEALTH_EVERY === 0) {
       const health = await send({ method: 'GET', url: '/healthz' })
@@ -565,7 +565,6 @@ t.test(`fuzzing every operation of openapi.yaml (seed ${SEED}, ${RUNS} requests)
       `(replay: FUZZ_SEED=${details.seed} npx tap test/fuzz/openapi-fuzz.test.ts); request and failure printed above`)
   } else {
     t.equal(details.numRuns, RUNS, `${RUNS} generated requests, every one holding every property`)
-    t.ok(count >= 5000 || RUNS < 5000, `at least 5,000 requests sent (${count})`)
     t.ok(histogram.has(200) && histogram.has(400) && histogram.has(401), 'the run reached successes, validation errors and authentication errors')
   }
 })

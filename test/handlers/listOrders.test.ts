@@ -24,11 +24,7 @@ t.test('listOrders returns every order, ordered by id, in the classic Petstore s
   const res = await api.request({ method: 'GET', url: '/v1/store/orders', headers: await api.authHeader() })
   t.equal(res.statusCode, 200)
   const sorted = [...orders].sort((a, b) => a.id - b.id)
-  t.strictSame(res.json(), sorted, 'every order exactly as stored, ascending by id')
-  for (const o of res.json() as Order[]) {
-    t.type(o.complete, 'boolean', `order ${o.id}: complete is a boolean`)
-    t.equal(new Date(o.shipDate).toISOString(), o.shipDate, `order ${o.id}: shipDate is an ISO date-time`)
-  }
+  t.strictSame(res.json(), sorted, 'every order exactly as stored (complete a boolean, shipDate an ISO date-time), ascending by id')
 })
 
 t.test('the demo catalogue has orders of every status', async (t) => {

@@ -1,22 +1,14 @@
-import { randomBytes } from 'node:crypto'
-import { existsSync } from 'node:fs'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Redis } from 'ioredis'
 import t from 'tap'
-import { loadConfig } from '../../src/config.js'
-import { projectRoot } from '../../src/paths.js'
 import { runCli } from '../helpers/cli.js'
 import { createTestSchema } from '../helpers/postgres.js'
 import { type ServerProcess, startServer } from '../helpers/server-process.js'
 import { keyInDatabase } from '../helpers/keys.js'
+import { REDIS_SKIP, REDIS_URL, redisAvailable, redisPrefix } from '../rate-limit/helpers.js'
 
 interface Item { petId: number, quantity: number, status: string }
 
-const REDIS_URL = 'redis://127.0.0.1:6379'
-// Shared rate limits need the Redis-backed limiter (src/plugins/rate-limit.ts with REDIS_KEY_PREFIX).
-const sharedRateLimits = existsSync(join(projectRoot, 'src', 'plugins', 'rate-limit.ts')) && 'redisKeyPrefix' in loadConfig({})
-
+const redisUp = await redisAvailable()
 
 const call = (server: ServerProcess, key: string, path: string, init: RequestInit = {}) =>
   fetch(`${server.baseUrl}/v1${path}`, { ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } })
@@ -30,16 +22,7 @@ t.test('two server processes on one PostgreSQL schema (and one Redis), one of th
   const schema = await createTestSchema(t)
   const databaseUrl = schema.url()
   const env: Record<string, string> = { DATABASE_URL: databaseUrl, DATABASE_POOL_MAX: '4' }
-  if (sharedRateLimits) {
-    const prefix = `petstore-test:${randomBytes(6).toString('hex')}:`
-    Object.assign(env, { REDIS_URL, REDIS_KEY_PREFIX: prefix })
-    t.teardown(async () => {
-      const redis = new Redis(REDIS_URL)
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length > 0) await redis.del(...keys)
-      redis.disconnect()
-    })
-  }
+  if (redisUp) Object.assign(env, { REDIS_URL, REDIS_KEY_PREFIX: redisPrefix(t) })
   const a = await startServer(t, env)
   const b = await startServer(t, env)
   t.match(a.demoKey, /^psk_/, 'the first instance created the demo key')
@@ -78,7 +61,7 @@ t.test('two server processes on one PostgreSQL schema (and one Redis), one of th
     }
   })
 
-  await t.test('shared rate limits through Redis', { skip: sharedRateLimits ? false : 'src/plugins/rate-limit.ts with REDIS_KEY_PREFIX is not in this tree' }, async (t) => {
+  await t.test('shared rate limits through Redis', { skip: redisUp ? false : REDIS_SKIP }, async (t) => {
     // The minute window is a fixed one: if the run straddles its end, start again with a new key.
     let statuses: number[] = []
     let remaining: string[] = []

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { document } from '../helpers/contract.js'
-import { ANONYMOUS_PLAN, bindingWindow, DAY_MS, limitsFor, MINUTE_MS, secondsUntil, unixSeconds, windowAt } from '../../src/rate-limit/windows.js'
+import { bindingWindow, DAY_MS, limitsFor, MINUTE_MS, secondsUntil, unixSeconds, windowAt } from '../../src/rate-limit/windows.js'
 import type { ApiKeyRecord } from '../../src/store/types.js'
 
 const at = Date.UTC(2026, 4, 4, 23, 59, 59, 250)
@@ -30,12 +30,16 @@ t.test('seconds are rounded up; Retry-After is at least 1', async (t) => {
   t.equal(unixSeconds(1_700_000_000_001), 1_700_000_001)
 })
 
-t.test('limits: an enterprise key\'s own, else its plan\'s from openapi.yaml, else the anonymous plan\'s', async (t) => {
+t.test('limits: an enterprise key\'s own, else its plan\'s from openapi.yaml, else the Free plan\'s', async (t) => {
   const key = (plan: string, perMinute: number | null = null, perDay: number | null = null): ApiKeyRecord =>
     ({ id: 'k', name: 'k', plan, perMinute, perDay, createdAt: '', revokedAt: null })
-  t.same(limitsFor(key('enterprise', 5, 7), document.plans), { perMinute: 5, perDay: 7 })
-  for (const [plan, limits] of Object.entries(document.plans)) t.same(limitsFor(key(plan), document.plans), limits, plan)
-  t.same(limitsFor(null, document.plans), document.plans[ANONYMOUS_PLAN])
-  t.throws(() => limitsFor(key('enterprise'), document.plans), /no limits/, 'an enterprise key without its own numbers is a data error')
+  // The plans as the app loads them from openapi.yaml; the numbers they must give are the product's.
+  const { plans } = document
+  t.same(limitsFor(key('enterprise', 5, 7), plans), { perMinute: 5, perDay: 7 })
+  t.same(limitsFor(key('free'), plans), { perMinute: 60, perDay: 1_000 }, 'free')
+  t.same(limitsFor(key('pro'), plans), { perMinute: 300, perDay: 10_000 }, 'pro')
+  t.same(limitsFor(key('business'), plans), { perMinute: 1_000, perDay: 100_000 }, 'business')
+  t.same(limitsFor(null, plans), { perMinute: 60, perDay: 1_000 }, 'no valid key: the Free plan\'s numbers')
+  t.throws(() => limitsFor(key('enterprise'), plans), /no limits/, 'an enterprise key without its own numbers is a data error')
   t.throws(() => limitsFor(null, {}), /no free plan/)
 })

@@ -42,7 +42,6 @@ t.test('SQLite: keys exist only as their SHA-256, in every table and every byte 
   const dir = tempDir(t)
   const databaseUrl = `sqlite:${join(dir, 'keys.db')}`
   const keys = await createKeysWithCli(databaseUrl)
-  t.equal(keys.length, 2, 'the CLI created two keys')
 
   // Every row of every table, read straight from the file (not through the Store interface).
   const db = new Database(join(dir, 'keys.db'), { readonly: true })

@@ -47,6 +47,12 @@ function raw (port: number, chunks: (string | Buffer)[], waitMs = 3000): Promise
 
 function errorBody (t: Test, res: RawResponse, status: number, code: string, what: string): void {
   t.equal(res.status, status, `${what}: ${status}`)
+  errorBodyOf(t, res, code, what)
+}
+
+/** The Error body with this code, its `status` equal to the HTTP status, and nothing leaked. */
+function errorBodyOf (t: Test, res: RawResponse, code: string, what: string): void {
+  const status = res.status
   let body: unknown
   try { body = JSON.parse(res.body) } catch { body = res.body }
   t.match(body, { code, status }, `${what}: the Error body with code ${code}`)
@@ -104,10 +110,10 @@ t.test('on a real server: body limit, parser-level refusals and path traversal',
     '/docs/static/..%5c..%5cpackage.json', '/docs/static/....//....//package.json', '/docs/static/%2e%2e%2f%2e%2e%2fpackage.json',
     '/v1/../docs/static/../../../package.json', '/docs/static/%00']) {
     res = await raw(server.port, [`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`])
-    t.not(res.status, 200, `${path}: not served`)
     t.notMatch(res.body, /"name"\s*:\s*"petstore|devDependencies/, `${path}: no file outside the assets`)
-    t.ok(res.status >= 400 && res.status < 500, `${path}: ${res.status}`)
-    errorBody(t, res, res.status, ({ 400: 'invalid_request', 401: 'unauthorized', 404: 'not_found' } as Record<number, string>)[res.status] ?? '?', path)
+    const code = ({ 400: 'invalid_request', 401: 'unauthorized', 404: 'not_found' } as Record<number, string>)[res.status]
+    t.ok(code !== undefined, `${path}: refused with 400, 401 or 404, not served (${res.status})`)
+    errorBodyOf(t, res, code ?? '?', path)
   }
   // A missing asset is 404: the static route exists for GET, but that is no reason for a 405.
   errorBody(t, await raw(server.port, ['GET /docs/static/nope.js HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']), 404, 'not_found', 'a missing docs asset')
@@ -137,7 +143,6 @@ t.test('prototype poisoning in bodies and query strings is refused and pollutes 
     const res = await api.request({ method: 'GET', url: `/v1/inventory${query}`, headers })
     t.equal(res.statusCode, 200, `${query}: ignored (the operation takes no query parameters)`)
   }
-  t.equal(({} as Record<string, unknown>).isAdmin, undefined, 'Object.prototype is untouched')
   t.same(await api.store.listInventory(), before, 'the store is untouched')
 })
 
