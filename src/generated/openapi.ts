@@ -161,7 +161,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
             /** @description The HTTP status code of the response */
