@@ -74,9 +74,9 @@ function stub (operationId: string): string {
   return `import { notImplemented } from '../src/http/not-implemented.js'
 
 /**
- * ${operationId}: generated stub, answered 501 not_implemented. Replace it with the implementation,
+ * ${operationId}: generated stub, every request is answered 501 not_implemented. Replace it with
  *   export const ${operationId}: OperationHandler<'${operationId}'> = async (request, reply) => { … }
- * with \`import type { OperationHandler } from '../src/http/operation-types.js'\` (see docs/changing-the-api.md).
+ * and \`import type { OperationHandler } from '../src/http/operation-types.js'\` (see docs/changing-the-api.md).
  */
 export const ${operationId} = notImplemented('${operationId}')
 `

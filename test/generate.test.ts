@@ -48,9 +48,9 @@ const getOrderById = {
 const expectedStub = (id: string) => `import { notImplemented } from '../src/http/not-implemented.js'
 
 /**
- * ${id}: generated stub, answered 501 not_implemented. Replace it with the implementation,
+ * ${id}: generated stub, every request is answered 501 not_implemented. Replace it with
  *   export const ${id}: OperationHandler<'${id}'> = async (request, reply) => { … }
- * with \`import type { OperationHandler } from '../src/http/operation-types.js'\` (see docs/changing-the-api.md).
+ * and \`import type { OperationHandler } from '../src/http/operation-types.js'\` (see docs/changing-the-api.md).
  */
 export const ${id} = notImplemented('${id}')
 `
