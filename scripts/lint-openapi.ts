@@ -1,37 +1,82 @@
 /**
- * npm run lint:openapi — validates openapi.yaml against the OpenAPI 3.0 schema (swagger-parser),
- * then checks the project's own rules: every operation has an operationId, bearer security and an
- * Error body on each error response; deprecated operations carry x-deprecated-at and x-sunset.
+ * npm run lint:openapi [-- FILE] — validates openapi.yaml (or FILE) against the OpenAPI 3.0 schema
+ * (swagger-parser), then checks the project's own rules:
+ * - every operation has an operationId and bearer security;
+ * - every operation declares the responses any /v1 request can get: 400 (input is strict
+ *   everywhere: even an operation without parameters refuses unknown query parameters), 401, 429,
+ *   500 and 503; every response of 400 or more is the Error body;
+ * - every response declares the rate-limit headers, and a 429 also Retry-After;
+ * - deprecated operations carry x-deprecated-at and x-sunset; x-stability is experimental or beta;
+ * - every example (of a schema, a media type, a parameter or a header) is valid against its
+ *   schema, as the service's own ajv (src/openapi/ajv.ts) judges it;
+ * - every code of the Error schema has an example in a response carrying the Error body.
  */
+import { isAbsolute, relative, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
 import SwaggerParser from '@apidevtools/swagger-parser'
+import type { ValidateFunction } from 'ajv'
+import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../src/openapi/ajv.js'
 import { openapiPath } from '../src/paths.js'
 
 type Json = Record<string, unknown>
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
+const entries = (value: unknown): [string, unknown][] => isObject(value) ? Object.entries(value) : []
+const isRef = (value: unknown) => isObject(value) && typeof value.$ref === 'string'
+
+const { positionals } = parseArgs({ allowPositionals: true, options: {} })
+const file = resolve(positionals[0] ?? openapiPath)
+const fromHere = relative(process.cwd(), file)
+const shown = fromHere.startsWith('..') || isAbsolute(fromHere) ? file : fromHere
 const problems: string[] = []
 
 try {
-  await SwaggerParser.validate(openapiPath)
+  await SwaggerParser.validate(file)
 } catch (error) {
-  console.error(`openapi.yaml is not a valid OpenAPI document: ${(error as Error).message}`)
+  console.error(`${shown} is not a valid OpenAPI document: ${(error as Error).message}`)
   process.exit(1)
 }
+// Two copies: the document as written (for the locations of examples and $refs), and one with
+// every $ref replaced by what it points to (the same object for the same target).
+const raw = await SwaggerParser.parse(file) as unknown as Json
+const api = await SwaggerParser.dereference(file) as unknown as Json & { paths: Record<string, Json> }
 
-const api = await SwaggerParser.dereference(openapiPath) as unknown as Json & { paths: Record<string, Record<string, Json>> }
-const errorSchema = ((api.components as Json).schemas as Json).Error
+const httpMethods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+const errorSchema = ((api.components as Json | undefined)?.schemas as Json | undefined)?.Error
+const rateLimitHeaders = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
+const requiredResponses: Record<string, string> = {
+  400: 'invalid input: a malformed parameter or body, or an unknown query parameter',
+  401: 'a missing, unknown or revoked API key',
+  429: 'over the rate limit, or banned',
+  500: 'an unexpected error',
+  503: 'the storage unavailable'
+}
+
+// Rules on operations and their responses, on the dereferenced document.
 let count = 0
 for (const [path, item] of Object.entries(api.paths)) {
-  for (const [method, op] of Object.entries(item)) {
-    if (typeof op !== 'object' || op === null || !('responses' in op)) continue
+  for (const [method, value] of Object.entries(item)) {
+    if (!httpMethods.includes(method) || !isObject(value)) continue
+    const op = value as Json & { responses: Record<string, Json> }
     count++
-    const where = `${method.toUpperCase()} ${path}`
+    const where = `${typeof op.operationId === 'string' ? `${op.operationId} ` : ''}(${method.toUpperCase()} ${path})`
     if (typeof op.operationId !== 'string') problems.push(`${where}: no operationId`)
     const security = (op.security ?? api.security) as Json[] | undefined
     if (!security?.some((s) => 'bearerAuth' in s)) problems.push(`${where}: no bearer security`)
-    for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
-      if (Number(status) < 400) continue
-      const schema = ((response.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema
-      if (schema !== errorSchema) problems.push(`${where}: response ${status} is not the Error body`)
+
+    for (const [status, why] of Object.entries(requiredResponses)) {
+      if (op.responses[status] === undefined) problems.push(`${where}: no ${status} response (${why}); every /v1 operation can answer it`)
     }
+    for (const [status, response] of Object.entries(op.responses)) {
+      const schema = (isObject(response.content) ? response.content['application/json'] as Json | undefined : undefined)?.schema
+      if (Number(status) >= 400 && (errorSchema === undefined || schema !== errorSchema)) {
+        problems.push(`${where}: response ${status} is not the Error body (content application/json, schema #/components/schemas/Error)`)
+      }
+      const declared = new Set(Object.keys(isObject(response.headers) ? response.headers : {}).map((h) => h.toLowerCase()))
+      const wanted = status === '429' ? [...rateLimitHeaders, 'Retry-After'] : rateLimitHeaders
+      const missing = wanted.filter((h) => !declared.has(h.toLowerCase()))
+      if (missing.length > 0) problems.push(`${where}: response ${status} does not declare the header${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`)
+    }
+
     if (op.deprecated === true && (op['x-deprecated-at'] === undefined || op['x-sunset'] === undefined)) {
       problems.push(`${where}: deprecated without x-deprecated-at and x-sunset`)
     }
@@ -40,8 +85,134 @@ for (const [path, item] of Object.entries(api.paths)) {
   }
 }
 
+// Examples, on the document as written: each is checked against the schema beside it, which ajv
+// reaches by JSON pointer into the document (so its $refs resolve as they do at run time).
+const ajv = createDocumentAjv(raw)
+const validators = new Map<string, ValidateFunction>()
+const segment = (key: string) => encodeURIComponent(key.replace(/~/g, '~0').replace(/\//g, '~1'))
+let examples = 0
+
+function checkExample (schemaPointer: string | undefined, value: unknown, where: string): void {
+  examples++
+  if (schemaPointer === undefined) {
+    problems.push(`${where}: an example without a schema to check it against`)
+    return
+  }
+  let validate = validators.get(schemaPointer)
+  if (validate === undefined) {
+    validate = ajv.compile({ $ref: `${DOCUMENT_SCHEMA_ID}#${schemaPointer}` })
+    validators.set(schemaPointer, validate)
+  }
+  if (!validate(value)) problems.push(`${where}: does not match its schema: ${ajv.errorsText(validate.errors, { dataVar: 'example' })}`)
+}
+
+/** Follows a local $ref (#/components/examples/…) to the object it names. */
+function follow (node: unknown): Json | undefined {
+  let at: unknown = node
+  for (let hops = 0; isRef(at) && hops < 20; hops++) {
+    const ref = (at as Json).$ref as string
+    if (!ref.startsWith('#/')) return undefined
+    at = ref.slice(2).split('/').reduce<unknown>((n, key) => isObject(n) ? n[key.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined, raw)
+  }
+  return isObject(at) ? at : undefined
+}
+
+function walkSchema (schema: unknown, pointer: string, where: string): void {
+  if (!isObject(schema) || isRef(schema)) return
+  if ('example' in schema) checkExample(pointer, schema.example, `${where} example`)
+  for (const [name, sub] of entries(schema.properties)) walkSchema(sub, `${pointer}/properties/${segment(name)}`, `${where}.${name}`)
+  if (isObject(schema.items)) walkSchema(schema.items, `${pointer}/items`, `${where}[]`)
+  if (isObject(schema.additionalProperties)) walkSchema(schema.additionalProperties, `${pointer}/additionalProperties`, `${where}{}`)
+  if (isObject(schema.not)) walkSchema(schema.not, `${pointer}/not`, `${where} (not)`)
+  for (const keyword of ['allOf', 'anyOf', 'oneOf']) {
+    const list = schema[keyword]
+    if (Array.isArray(list)) list.forEach((sub, i) => { walkSchema(sub, `${pointer}/${keyword}/${i}`, `${where} (${keyword} ${i})`) })
+  }
+}
+
+/** The `example` and `examples` of a media type, parameter or header, against its schema. */
+function walkExamples (node: Json, pointer: string, where: string, onValue?: (value: unknown) => void): void {
+  const schemaPointer = node.schema === undefined ? undefined : `${pointer}/schema`
+  if ('example' in node) {
+    checkExample(schemaPointer, node.example, `${where} example`)
+    onValue?.(node.example)
+  }
+  for (const [name, example] of entries(node.examples)) {
+    const resolved = follow(example)
+    if (resolved === undefined) problems.push(`${where} examples.${name}: cannot be resolved`)
+    else if ('value' in resolved) {
+      checkExample(schemaPointer, resolved.value, `${where} examples.${name}`)
+      onValue?.(resolved.value)
+    }
+  }
+}
+
+/** Error codes with an example of an error response, and where. */
+const errorExamples = new Map<string, string>()
+
+function walkContent (content: unknown, pointer: string, where: string): void {
+  for (const [type, media] of entries(content)) {
+    if (!isObject(media)) continue
+    const at = `${pointer}/content/${segment(type)}`
+    walkSchema(media.schema, `${at}/schema`, `${where} ${type} schema`)
+    const isError = isObject(media.schema) && media.schema.$ref === '#/components/schemas/Error'
+    walkExamples(media, at, `${where} ${type}`, isError
+      ? (value) => { if (isObject(value) && typeof value.code === 'string') errorExamples.set(value.code, where) }
+      : undefined)
+  }
+}
+
+function walkParameter (parameter: unknown, pointer: string, where: string): void {
+  if (!isObject(parameter) || isRef(parameter)) return
+  walkSchema(parameter.schema, `${pointer}/schema`, `${where} schema`)
+  walkExamples(parameter, pointer, where)
+  walkContent(parameter.content, pointer, where)
+}
+
+function walkResponse (response: unknown, pointer: string, where: string): void {
+  if (!isObject(response) || isRef(response)) return
+  for (const [name, header] of entries(response.headers)) walkParameter(header, `${pointer}/headers/${segment(name)}`, `${where} header ${name}`)
+  walkContent(response.content, pointer, where)
+}
+
+function walkRequestBody (body: unknown, pointer: string, where: string): void {
+  if (!isObject(body) || isRef(body)) return
+  walkContent(body.content, pointer, where)
+}
+
+const components = isObject(raw.components) ? raw.components : {}
+for (const [name, schema] of entries(components.schemas)) walkSchema(schema, `/components/schemas/${segment(name)}`, `components/schemas/${name}`)
+for (const [name, p] of entries(components.parameters)) walkParameter(p, `/components/parameters/${segment(name)}`, `components/parameters/${name}`)
+for (const [name, h] of entries(components.headers)) walkParameter(h, `/components/headers/${segment(name)}`, `components/headers/${name}`)
+for (const [name, r] of entries(components.responses)) walkResponse(r, `/components/responses/${segment(name)}`, `components/responses/${name}`)
+for (const [name, b] of entries(components.requestBodies)) walkRequestBody(b, `/components/requestBodies/${segment(name)}`, `components/requestBodies/${name}`)
+for (const [path, item] of entries(raw.paths)) {
+  if (!isObject(item)) continue
+  const itemPointer = `/paths/${segment(path)}`
+  const parameters = (at: string, list: unknown, where: string) => {
+    if (Array.isArray(list)) list.forEach((p, i) => { walkParameter(p, `${at}/parameters/${i}`, `${where} parameter ${isObject(p) && typeof p.name === 'string' ? p.name : i}`) })
+  }
+  parameters(itemPointer, item.parameters, path)
+  for (const [method, op] of entries(item)) {
+    if (!httpMethods.includes(method) || !isObject(op)) continue
+    const at = `${itemPointer}/${method}`
+    const where = `${typeof op.operationId === 'string' ? `${op.operationId} ` : ''}(${method.toUpperCase()} ${path})`
+    parameters(at, op.parameters, where)
+    walkRequestBody(op.requestBody, `${at}/requestBody`, `${where} request body`)
+    for (const [status, response] of entries(op.responses)) walkResponse(response, `${at}/responses/${segment(status)}`, `${where} response ${status}`)
+  }
+}
+
+const codes = ((errorSchema as Json | undefined)?.properties as Record<string, Json> | undefined)?.code?.enum
+if (!Array.isArray(codes)) problems.push('components/schemas/Error: no enum of codes')
+else {
+  for (const code of codes as string[]) {
+    if (!errorExamples.has(code)) problems.push(`Error code ${code} has no example: give a response that carries it an example with the message the service sends`)
+  }
+}
+
 if (problems.length > 0) {
-  for (const p of problems) console.error(`openapi.yaml: ${p}`)
+  for (const p of problems) console.error(`${shown}: ${p}`)
   process.exit(1)
 }
-console.log(`openapi.yaml is valid OpenAPI ${String(api.openapi)}; ${count} operations follow the project's rules`)
+console.log(`${shown} is valid OpenAPI ${String(api.openapi)}; ${count} operations follow the project's rules; ${examples} examples match their schemas`)

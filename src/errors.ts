@@ -10,6 +10,7 @@ export const errorStatus = {
   rate_limited: 429,
   api_key_banned: 429,
   internal_error: 500,
+  not_implemented: 501,
   service_unavailable: 503
 } as const
 

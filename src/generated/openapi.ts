@@ -161,7 +161,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
             /** @description The HTTP status code of the response */
@@ -169,7 +169,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The path or body is missing required fields or holds invalid values */
+        /** @description A parameter or the body is malformed or invalid, or the query string has a parameter the operation does not declare */
         BadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -199,13 +199,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": "unauthorized",
-                 *       "message": "missing authorization header",
-                 *       "status": 401
-                 *     }
-                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -237,6 +230,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "gone",
+                 *       "message": "GET /pets/{petId} was retired on Wed, 30 Jun 2027 00:00:00 GMT; see <https://api.petstore.example.com/docs#/Pets/getPetById>; rel=\"deprecation\"; type=\"text/html\"",
+                 *       "status": 410
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -249,6 +249,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "payload_too_large",
+                 *       "message": "request body is larger than the server accepts",
+                 *       "status": 413
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -261,6 +268,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "unsupported_media_type",
+                 *       "message": "request body must be application/json",
+                 *       "status": 415
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -274,13 +288,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": "rate_limited",
-                 *       "message": "rate limit of 60 requests per minute exceeded",
-                 *       "status": 429
-                 *     }
-                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -293,6 +300,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "internal_error",
+                 *       "message": "internal server error",
+                 *       "status": 500
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -305,6 +319,53 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "service_unavailable",
+                 *       "message": "storage is unavailable, retry later",
+                 *       "status": 503
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The path exists, but not with this method; `Allow` lists the methods it has */
+        MethodNotAllowed: {
+            headers: {
+                /** @description The methods of the path, e.g. `GET, HEAD` */
+                Allow?: string;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "method_not_allowed",
+                 *       "message": "DELETE is not allowed on /v1/inventory; allowed: GET, HEAD",
+                 *       "status": 405
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The operation is in this document but not implemented yet: its handler is still the stub `npm run generate` created */
+        NotImplemented: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_implemented",
+                 *       "message": "operation listOrders is not implemented yet",
+                 *       "status": 501
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -355,6 +416,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryItem"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -456,6 +518,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

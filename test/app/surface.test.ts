@@ -23,6 +23,7 @@ const codes = {
   api_key_banned: 429,
   gone: 410,
   internal_error: 500,
+  not_implemented: 501,
   service_unavailable: 503
 }
 

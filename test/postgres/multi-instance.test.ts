@@ -25,8 +25,9 @@ t.test('two server processes on one PostgreSQL schema (and one Redis), one of th
   if (redisUp) Object.assign(env, { REDIS_URL, REDIS_KEY_PREFIX: redisPrefix(t) })
   const a = await startServer(t, env)
   const b = await startServer(t, env)
-  t.match(a.demoKey, /^psk_/, 'the first instance created the demo key')
-  t.equal(b.demoKey, undefined, 'the second found it in the shared database')
+  // PRODUCT.md §7: never a demo key on PostgreSQL, even on a fresh database outside production.
+  t.equal(a.demoKey, undefined, 'no demo key on PostgreSQL (first instance)')
+  t.equal(b.demoKey, undefined, 'no demo key on PostgreSQL (second instance)')
 
   // Room to spare for the storage part: the rate limits are tested on their own below.
   const { secret: key } = await keyInDatabase(databaseUrl, 'multi-instance', 'enterprise', { perMinute: 100000, perDay: 1000000 })

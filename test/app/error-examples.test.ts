@@ -1,0 +1,114 @@
+import type { Response as InjectResponse } from 'light-my-request'
+import t, { type Test } from 'tap'
+import { errorStatus } from '../../src/errors.js'
+import { notImplemented } from '../../src/http/not-implemented.js'
+import { loadDocument } from '../../src/openapi/document.js'
+import { buildTestApp } from '../helpers/app.js'
+
+type Json = Record<string, unknown>
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Every example of an Error body in openapi.yaml: the responses of components and operations. */
+function errorExamples (spec: Json): { where: string, code: string, message: string }[] {
+  const follow = (node: unknown): unknown => {
+    let at = node
+    while (isObject(at) && typeof at.$ref === 'string') {
+      at = at.$ref.slice(2).split('/').reduce<unknown>((n, key) => (n as Json)[key.replace(/~1/g, '/').replace(/~0/g, '~')], spec)
+    }
+    return at
+  }
+  const found: { where: string, code: string, message: string }[] = []
+  const fromResponse = (response: unknown, where: string) => {
+    if (!isObject(response) || typeof response.$ref === 'string') return
+    const media = (response.content as Json | undefined)?.['application/json'] as Json | undefined
+    if ((media?.schema as Json | undefined)?.$ref !== '#/components/schemas/Error') return
+    const values = [['example', media!.example], ...Object.entries((media!.examples ?? {}) as Json).map(([name, e]) => [`examples.${name}`, (follow(e) as Json).value])] as [string, unknown][]
+    for (const [name, value] of values) {
+      if (isObject(value)) found.push({ where: `${where} ${name}`, code: String(value.code), message: String(value.message) })
+    }
+  }
+  const components = spec.components as Json
+  for (const [name, response] of Object.entries(components.responses as Json)) fromResponse(response, `components/responses/${name}`)
+  for (const [path, item] of Object.entries(spec.paths as Record<string, Json>)) {
+    for (const [method, op] of Object.entries(item)) {
+      for (const [status, response] of Object.entries(((op as Json).responses ?? {}) as Json)) fromResponse(response, `${method.toUpperCase()} ${path} ${status}`)
+    }
+  }
+  return found
+}
+
+/**
+ * Provokes every error the service can send, the way a client meets it, and keeps the bodies.
+ * The clock (`now`) and PUBLIC_BASE_URL are fixed, so the messages that hold a time (seconds to
+ * wait, the end of a ban, the sunset) or the docs address come out the same on every run:
+ * nothing is normalised before they are compared.
+ */
+async function provokeErrors (t: Test): Promise<{ how: string, body: { code: string, message: string, status: number } }[]> {
+  const sent: { how: string, body: { code: string, message: string, status: number } }[] = []
+  const keep = (how: string, res: InjectResponse) => {
+    t.ok(res.statusCode >= 400, `${how}: answered ${res.statusCode}`)
+    sent.push({ how, body: res.json() })
+  }
+  const clock = Date.parse('2026-05-04T12:00:30Z')
+  const env = { PUBLIC_BASE_URL: 'https://api.petstore.example.com', BODY_LIMIT: '100' }
+
+  const api = await buildTestApp(t, {
+    env,
+    now: () => clock,
+    handlers: {
+      listOrders: notImplemented('listOrders'),
+      listInventory: async () => { throw new Error('a bug') }
+    },
+    logger: false
+  })
+  const auth = await api.authHeader()
+  const json = { ...auth, 'content-type': 'application/json' }
+  keep('a body with a string for an integer', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: json, payload: { quantity: '5' } }))
+  keep('no Authorization header', await api.request({ method: 'GET', url: '/v1/pets/1' }))
+  keep('Basic instead of Bearer', await api.request({ method: 'GET', url: '/v1/pets/1', headers: { authorization: 'Basic dXNlcjpwYXNz' } }))
+  keep('an unknown key', await api.request({ method: 'GET', url: '/v1/pets/1', headers: { authorization: `Bearer psk_${'A'.repeat(43)}` } }))
+  keep('a pet without an inventory entry', await api.request({ method: 'PATCH', url: '/v1/inventory/42', headers: json, payload: { quantity: 1 } }))
+  keep('DELETE on a GET-only path', await api.request({ method: 'DELETE', url: '/v1/inventory', headers: auth }))
+  keep('a body over BODY_LIMIT', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: json, payload: `{"quantity":1}${' '.repeat(100)}` }))
+  keep('a text/plain body', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"quantity":1}' }))
+  keep('a handler throwing an Error', await api.request({ method: 'GET', url: '/v1/inventory', headers: auth }))
+  keep('a generated stub', await api.request({ method: 'GET', url: '/v1/store/orders', headers: auth }))
+
+  // A Free key: 60 requests a minute, then rate_limited, and banned after 10 more past the limit.
+  const free = await api.authHeader('free')
+  const sendUntil = async (stop: (res: InjectResponse) => boolean) => {
+    for (let i = 0; i < 100; i++) {
+      const res = await api.request({ method: 'GET', url: '/v1/pets/1', headers: free })
+      if (stop(res)) return res
+    }
+    throw new Error('100 requests and still no change')
+  }
+  keep('the 61st request of a minute on the Free plan', await sendUntil((res) => res.statusCode !== 200))
+  keep('going on past the limit', await sendUntil((res) => res.json().code !== 'rate_limited'))
+
+  const retired = await buildTestApp(t, { env, now: () => Date.parse('2027-07-01T00:00:00Z') })
+  keep('a deprecated operation after its sunset', await retired.request({ method: 'GET', url: '/v1/pets/1', headers: await retired.authHeader() }))
+
+  const down = await buildTestApp(t, { env })
+  const downAuth = await down.authHeader()
+  await down.store.close()
+  keep('the storage closed', await down.request({ method: 'GET', url: '/v1/inventory', headers: downAuth }))
+  return sent
+}
+
+t.test('every error code has an example in openapi.yaml whose message is the one the service sends', async (t) => {
+  const examples = errorExamples((await loadDocument()).spec)
+  const sent = await provokeErrors(t)
+
+  for (const code of Object.keys(errorStatus)) {
+    t.ok(examples.some((e) => e.code === code), `openapi.yaml has an example of ${code}`)
+    t.ok(sent.some((s) => s.body.code === code), `the test provokes ${code}`)
+  }
+  for (const example of examples) {
+    const real = sent.filter((s) => s.body.code === example.code)
+    t.ok(real.some((s) => s.body.message === example.message),
+      `${example.where}: "${example.message}" is sent as it is`,
+      { sent: real.map((s) => `${s.how}: ${s.body.message}`) })
+    for (const s of real) t.equal(s.body.status, errorStatus[example.code as keyof typeof errorStatus], `${s.how}: status of ${example.code}`)
+  }
+})

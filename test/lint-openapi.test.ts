@@ -1,0 +1,106 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
+import { openapiPath, projectRoot } from '../src/paths.js'
+import { type Teardown, tempDir } from './helpers/app.js'
+import { run } from './helpers/cli.js'
+
+type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any -- free edits of a parsed document
+
+const lint = (file?: string) => run(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'lint-openapi.ts'), ...(file === undefined ? [] : [file])], {})
+
+/** A copy of openapi.yaml, edited, in a temporary directory. */
+function copyWith (t: Teardown, edit: (spec: Json) => void): string {
+  const spec = parseYaml(readFileSync(openapiPath, 'utf8')) as Json
+  edit(spec)
+  const file = join(tempDir(t), 'openapi.yaml')
+  writeFileSync(file, toYaml(spec))
+  return file
+}
+
+/** The problems reported, without the file name each line starts with. */
+const problems = (stderr: string, file: string) => stderr.trim().split('\n').map((line) => line.replace(`${file}: `, '')).sort()
+
+t.test('the repository\'s openapi.yaml passes', async (t) => {
+  const res = await lint()
+  t.equal(res.code, 0, `lint passes: ${res.stderr}`)
+  t.match(res.stdout, /^openapi\.yaml is valid OpenAPI 3\.0\.3; 4 operations follow the project's rules; \d+ examples match their schemas$/m)
+})
+
+t.test('an operation without the responses every operation can give fails, naming it and what is missing', async (t) => {
+  const file = copyWith(t, (spec) => {
+    delete spec.paths['/inventory'].get.responses['429']
+    delete spec.paths['/inventory/{petId}'].patch.responses['400']
+    delete spec.paths['/pets/{petId}'].get.responses['503']
+    spec.paths['/store/orders'].get.responses['500'] = { description: 'Oops', content: { 'application/json': { schema: { type: 'string' } } } }
+    delete spec.paths['/store/orders'].get.responses['200'].headers['X-RateLimit-Reset']
+    delete spec.components.responses.TooManyRequests.headers['Retry-After']
+    delete spec.components.responses.NotFound.headers['X-RateLimit-Limit']
+  })
+  const res = await lint(file)
+  t.equal(res.code, 1, 'lint fails')
+  t.same(problems(res.stderr, file), [
+    'getPetById (GET /pets/{petId}): no 503 response (the storage unavailable); every /v1 operation can answer it',
+    'getPetById (GET /pets/{petId}): response 404 does not declare the header X-RateLimit-Limit',
+    'getPetById (GET /pets/{petId}): response 429 does not declare the header Retry-After',
+    'listInventory (GET /inventory): no 429 response (over the rate limit, or banned); every /v1 operation can answer it',
+    'listOrders (GET /store/orders): response 200 does not declare the header X-RateLimit-Reset',
+    'listOrders (GET /store/orders): response 429 does not declare the header Retry-After',
+    'listOrders (GET /store/orders): response 500 does not declare the headers X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
+    'listOrders (GET /store/orders): response 500 is not the Error body (content application/json, schema #/components/schemas/Error)',
+    'updateInventory (PATCH /inventory/{petId}): no 400 response (invalid input: a malformed parameter or body, or an unknown query parameter); every /v1 operation can answer it',
+    'updateInventory (PATCH /inventory/{petId}): response 404 does not declare the header X-RateLimit-Limit',
+    'updateInventory (PATCH /inventory/{petId}): response 429 does not declare the header Retry-After'
+  ].sort(), 'exactly these problems, each naming its operation')
+})
+
+t.test('an example that does not validate against its schema fails, wherever it is', async (t) => {
+  const file = copyWith(t, (spec) => {
+    spec.components.schemas.Pet.properties.name.example = '' // schema example: minLength 1
+    spec.components.schemas.InventoryUpdate.example = { quantity: 12, extra: true } // object example: additionalProperties
+    spec.components.responses.BadRequest.content['application/json'].example.status = 'four hundred' // media type example
+    spec.components.responses.Unauthorized.content['application/json'].examples.scheme.value.code = 'denied' // named example
+    spec.components.parameters.PetId.example = 0 // parameter example: minimum 1
+    spec.components.headers.Sunset.schema.example = 1782777600 // header schema example: a string
+    // int64 as the service reads it (a number JavaScript holds exactly: 2^53 is one past), not any 64-bit integer.
+    spec.paths['/inventory'].get.parameters = [{ name: 'after', in: 'query', schema: { type: 'integer', format: 'int64' }, example: 2 ** 53 }]
+  })
+  const res = await lint(file)
+  t.equal(res.code, 1, 'lint fails')
+  t.same(problems(res.stderr, file), [
+    'components/headers/Sunset schema example: does not match its schema: example must be string',
+    'components/parameters/PetId example: does not match its schema: example must be >= 1',
+    'components/responses/BadRequest application/json example: does not match its schema: example/status must be integer',
+    'components/responses/Unauthorized application/json examples.scheme: does not match its schema: example/code must be equal to one of the allowed values',
+    'components/schemas/InventoryUpdate example: does not match its schema: example must NOT have additional properties',
+    'components/schemas/Pet.name example: does not match its schema: example must NOT have fewer than 1 characters',
+    'listInventory (GET /inventory) parameter after example: does not match its schema: example must match format "int64"'
+  ].sort(), 'exactly these problems, each with its place and the reason')
+})
+
+t.test('an error code without an example fails', async (t) => {
+  const file = copyWith(t, (spec) => {
+    delete spec.components.responses.NotImplemented.content['application/json'].example
+    delete spec.components.responses.TooManyRequests.content['application/json'].examples.api_key_banned
+  })
+  const res = await lint(file)
+  t.equal(res.code, 1, 'lint fails')
+  t.same(problems(res.stderr, file), [
+    'Error code api_key_banned has no example: give a response that carries it an example with the message the service sends',
+    'Error code not_implemented has no example: give a response that carries it an example with the message the service sends'
+  ])
+})
+
+t.test('a document that is not OpenAPI, or no file at all, is a clear error', async (t) => {
+  const file = copyWith(t, (spec) => { delete spec.info })
+  let res = await lint(file)
+  t.equal(res.code, 1)
+  t.match(res.stderr, `${file} is not a valid OpenAPI document: `)
+  t.notMatch(res.stderr, /\n\s+at /, 'no stack trace')
+
+  res = await lint(join(tempDir(t), 'missing.yaml'))
+  t.equal(res.code, 1)
+  t.match(res.stderr, /missing\.yaml is not a valid OpenAPI document: .*missing\.yaml/)
+  t.notMatch(res.stderr, /\n\s+at /, 'no stack trace')
+})
