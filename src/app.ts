@@ -4,6 +4,7 @@ import type { FastifyHttpOptions, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { handlers as generatedHandlers } from '../handlers/index.js'
 import type { Config } from './config.js'
+import { isNotImplemented } from './http/not-implemented.js'
 import type { HandlerMap } from './http/operation-types.js'
 import { formatValidationErrors } from './http/json-body.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
@@ -68,6 +69,10 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   const document = options.document ?? await loadDocument()
   const handlers: HandlerMap = { ...generatedHandlers, ...options.handlers }
   checkHandlers(document, handlers)
+  const stubs = [...document.operations.keys()].filter((id) => isNotImplemented(handlers[id as keyof HandlerMap]))
+  if (stubs.length > 0) {
+    fastify.log.warn({ operations: stubs }, `not implemented yet (answering 501 not_implemented): ${stubs.join(', ')}; write handlers/<operationId>.ts`)
+  }
   const now = options.now ?? Date.now
   const served = documentForServing(document, config.publicBaseUrl)
 

@@ -18,3 +18,20 @@ t.test('isNotImplemented tells the stubs from written handlers', async (t) => {
   t.equal(isNotImplemented(async () => { throw new Error('not implemented') }), false, 'a function that merely throws is not a stub')
   t.equal(isNotImplemented(undefined), false, 'nor is a missing handler')
 })
+
+t.test('at start, one warning names every operation that is still a stub', async (t) => {
+  const lines: { level: number, msg: string, operations?: string[] }[] = []
+  const stream = { write: (line: string) => { lines.push(JSON.parse(line)) } }
+  await buildTestApp(t, {
+    handlers: { listOrders: notImplemented('listOrders'), getPetById: notImplemented('getPetById') },
+    logger: { level: 'warn', stream }
+  })
+  const warnings = lines.filter((line) => line.level === 40 && /not implemented yet/.test(line.msg))
+  t.equal(warnings.length, 1, 'one warning')
+  t.same(warnings[0]?.operations, ['getPetById', 'listOrders'], 'naming both stubs, in the document\'s order')
+  t.match(warnings[0]?.msg, /getPetById, listOrders/)
+
+  lines.length = 0
+  await buildTestApp(t, { logger: { level: 'warn', stream } })
+  t.same(lines.filter((line) => /not implemented yet/.test(line.msg)), [], 'no warning when every operation is implemented')
+})
