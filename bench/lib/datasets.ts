@@ -1,6 +1,6 @@
 /**
  * Fresh databases for the benchmark, filled through the service's own store module:
- * N synthetic pets with an inventory entry each (createSyntheticPets), an open order on every
+ * N synthetic pets with an inventory entry each (addSyntheticPets), an open order on every
  * tenth pet (so all three statuses occur), and one enterprise key with limits that never bind.
  */
 import { existsSync } from 'node:fs'
@@ -9,6 +9,7 @@ import pg from 'pg'
 import { projectRoot } from '../../src/paths.js'
 import { issueApiKey } from '../../src/store/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
+import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { Order } from '../../src/store/types.js'
 
 /** High enough that no run reaches them; both fit a 32-bit integer column. */
@@ -28,7 +29,7 @@ export async function seedDatabase (databaseUrl: string, size: number): Promise<
   try {
     await store.migrate()
     if (await store.countPets() !== 0) throw new Error(`${databaseUrl} is not empty`)
-    await store.createSyntheticPets(size)
+    await addSyntheticPets(store, size)
     await store.importCatalogue({ orders: ordersFor(size) })
     return (await issueApiKey(store, { name: 'benchmark', plan: 'enterprise', ...BENCH_LIMITS })).secret
   } finally {
@@ -38,8 +39,8 @@ export async function seedDatabase (databaseUrl: string, size: number): Promise<
 
 /** Why PostgreSQL cannot be benchmarked here, or undefined when it can. */
 export async function postgresUnavailable (adminUrl: string): Promise<string | undefined> {
-  if (!existsSync(join(projectRoot, 'src', 'store', 'postgres-store.ts'))) {
-    return 'src/store/postgres-store.ts does not exist yet'
+  if (!existsSync(join(projectRoot, 'src', 'store', 'postgres', 'index.ts'))) {
+    return 'src/store/postgres/index.ts does not exist yet'
   }
   try {
     const probe = await createStore(adminUrl)

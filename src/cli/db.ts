@@ -10,6 +10,7 @@ import { loadConfig } from '../config.js'
 import { loadDocument } from '../openapi/document.js'
 import { CatalogueError, readCatalogueFile } from '../store/catalogue.js'
 import { createStore } from '../store/create-store.js'
+import { addSyntheticPets } from '../store/synthetic.js'
 import type { Catalogue, Store } from '../store/types.js'
 import { runCli, UsageError } from './run-cli.js'
 
@@ -50,7 +51,7 @@ await runCli(usage, async (argv) => {
       console.log(`${store.engine}: schema up to date`)
     } else if (values.synthetic !== undefined) {
       const count = Number(values.synthetic)
-      await store.createSyntheticPets(count)
+      await addSyntheticPets(store, count)
       console.log(`created ${count} synthetic pets, each with an inventory entry`)
     } else {
       const catalogue = await readCatalogueFile(loadDocument(), positionals[0]!)
