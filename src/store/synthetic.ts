@@ -2,7 +2,7 @@ import { CatalogueError } from './catalogue.js'
 import type { Catalogue, Store } from './types.js'
 
 /** Pets per import: each batch is one transaction, and only one batch is in memory at a time. */
-const BATCH_SIZE = 10_000
+export const SYNTHETIC_BATCH_SIZE = 10_000
 
 /**
  * Ids for `count` synthetic pets after the highest existing one. Refuses to pass 2^53 − 1, the
@@ -33,7 +33,7 @@ function batch (first: number, size: number): Catalogue {
  * entry of quantity id % 50 (`db seed --synthetic N`, benchmarks). On an empty database that is
  * exactly `count` entries, ids 1 to `count`.
  *
- * Imported in batches of BATCH_SIZE, each its own transaction: if one fails, the batches before
+ * Imported in batches of SYNTHETIC_BATCH_SIZE, each its own transaction: if one fails, the batches before
  * it stay, and the error says how many pets were added. Meant for a database nobody else is adding
  * pets to at the same time (a pet imported concurrently under one of the new ids would be
  * overwritten).
@@ -41,9 +41,9 @@ function batch (first: number, size: number): Catalogue {
 export async function addSyntheticPets (store: Store, count: number): Promise<void> {
   if (!Number.isSafeInteger(count) || count < 0) throw new CatalogueError(`the number of synthetic pets must be a whole number, got ${count}`)
   const { first } = syntheticIdRange(await store.highestPetId(), count)
-  for (let added = 0; added < count; added += BATCH_SIZE) {
+  for (let added = 0; added < count; added += SYNTHETIC_BATCH_SIZE) {
     try {
-      await store.importCatalogue(batch(first + added, Math.min(BATCH_SIZE, count - added)))
+      await store.importCatalogue(batch(first + added, Math.min(SYNTHETIC_BATCH_SIZE, count - added)))
     } catch (error) {
       if (added === 0) throw error
       throw new Error(`added ${added} of ${count} synthetic pets (ids ${first} to ${first + added - 1}), then: ${(error as Error).message}`, { cause: error })
