@@ -25,8 +25,9 @@ export function failureOf (db: Database.Database): (error: unknown) => unknown {
 /**
  * Runs `work` in one BEGIN IMMEDIATE transaction: it takes the write lock at once, so a second
  * process migrating the same file waits (busy_timeout) and then finds nothing left to do.
- * Only for migrations: the session's statements are synchronous, but the connection is shared
- * with anything else that runs before `work` settles.
+ * Only for migrations: the session's statements are synchronous, so between them only promise
+ * callbacks already queued can run, but whatever they do on this connection would run inside
+ * this transaction. The store is not used before migrate() has resolved.
  */
 export async function migrationTransaction (db: Database.Database, work: (session: MigrationSession) => Promise<void>): Promise<void> {
   const session: MigrationSession = {
