@@ -1,13 +1,14 @@
 /**
  * Fresh databases for the benchmark, filled through the service's own store module:
- * N synthetic pets with an inventory entry each, an open order on every tenth pet (so all three
- * statuses occur), and one enterprise key with limits that never bind. Also the Redis the
- * rate limiter can count in, and its clean-up.
+ * N synthetic pets with an inventory entry each (addSyntheticPets), an open order on every tenth
+ * pet (so all three statuses occur), and one enterprise key with limits that never bind. Also the
+ * Redis the rate limiter can count in, and its clean-up.
  */
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { issueApiKey } from '../../src/store/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
+import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { Order } from '../../src/store/types.js'
 
 /** High enough that no run reaches them; both fit a 32-bit integer column. */
@@ -27,7 +28,7 @@ export async function seedDatabase (databaseUrl: string, size: number): Promise<
   try {
     await store.migrate()
     if (await store.countPets() !== 0) throw new Error(`${databaseUrl} is not empty`)
-    await store.createSyntheticPets(size)
+    await addSyntheticPets(store, size)
     await store.importCatalogue({ orders: ordersFor(size) })
     return (await issueApiKey(store, { name: 'benchmark', plan: 'enterprise', ...BENCH_LIMITS })).secret
   } finally {

@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { loadDocument } from '../openapi/document.js'
 import { CatalogueError, readCatalogueFile } from '../store/catalogue.js'
+import { addSyntheticPets } from '../store/synthetic.js'
 import type { Catalogue, Store } from '../store/types.js'
 import { openStore, runCli, UsageError } from './run-cli.js'
 
@@ -58,7 +59,7 @@ await runCli(text, async (argv) => {
       console.log(`${store.engine}: schema up to date`)
     } else if (values.synthetic !== undefined) {
       const count = Number(values.synthetic)
-      await store.createSyntheticPets(count)
+      await addSyntheticPets(store, count)
       console.log(`created ${count} synthetic pets, each with an inventory entry`)
     } else {
       const catalogue = await readCatalogueFile(await loadDocument(), positionals[0]!)

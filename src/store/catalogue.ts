@@ -60,16 +60,3 @@ export async function readCatalogueFile (doc: ApiDocument, file: string): Promis
   }
   return parseCatalogue(doc, data)
 }
-
-/**
- * Ids for `count` synthetic pets after the highest existing one. Refuses to pass 2^53 − 1, the
- * largest id openapi.yaml allows (beyond it the ids could not even be counted exactly).
- */
-export function syntheticIdRange (highestId: number, count: number): { first: number, last: number } {
-  const first = highestId + 1
-  const last = highestId + count
-  if (!Number.isSafeInteger(last)) {
-    throw new CatalogueError(`cannot add ${count} synthetic pets after pet ${highestId}: ids would pass ${Number.MAX_SAFE_INTEGER}`)
-  }
-  return { first, last }
-}

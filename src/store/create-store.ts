@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
-import { createPostgresStore } from './postgres-store.js'
-import { createSqliteStore } from './sqlite-store.js'
+import { createPostgresStore } from './postgres/index.js'
+import { createSqliteStore } from './sqlite/index.js'
 import type { Store } from './types.js'
 
 export interface StoreOptions {

@@ -63,11 +63,11 @@ export interface Store {
   /** Sets the quantity atomically; undefined when the pet has no inventory entry. */
   updateInventory (petId: number, quantity: number): Promise<InventoryItem | undefined>
   getPet (petId: number): Promise<Pet | undefined>
+  /** The highest pet id, 0 when there are no pets. */
+  highestPetId (): Promise<number>
   listOrders (): Promise<Order[]>
   /** Upserts pets, inventory and orders in one transaction. */
   importCatalogue (catalogue: Catalogue): Promise<ImportCounts>
-  /** Creates `count` pets with an inventory entry each, after the highest existing pet id. */
-  createSyntheticPets (count: number): Promise<void>
 
   createApiKey (key: NewApiKey): Promise<ApiKeyRecord>
   listApiKeys (): Promise<ApiKeyRecord[]>

@@ -1,8 +1,9 @@
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { createPostgresStore } from '../../src/store/postgres-store.js'
-import { createSqliteStore } from '../../src/store/sqlite-store.js'
+import { createPostgresStore } from '../../src/store/postgres/index.js'
+import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import type { Catalogue, Store } from '../../src/store/types.js'
+import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { tempDir } from '../helpers/app.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 
@@ -38,7 +39,7 @@ for (const [engine, open] of engines) {
 
     const same = async (what: string) => t.equal(await store.listInventoryJson(), JSON.stringify(await store.listInventory()), what)
     // Synthetic pets first: they are numbered after the highest id, and MAX_ID has no successor.
-    await store.createSyntheticPets(3)
+    await addSyntheticPets(store, 3)
     await same('after synthetic pets')
     await store.importCatalogue(catalogue)
     await same('every status, the largest id and quantity, ordered by petId')
@@ -77,7 +78,7 @@ t.test('postgres: lists read while another instance writes never miss a write ac
   const writer = createPostgresStore(url(), { poolMax: 4 })
   t.teardown(() => Promise.all([reader.close(), writer.close()]))
   await reader.migrate()
-  await reader.createSyntheticPets(20)
+  await addSyntheticPets(reader, 20)
   let violations = 0
   await Promise.all(Array.from({ length: 40 }, async (_, i) => {
     const petId = (i % 20) + 1

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createPostgresStore } from '../../src/store/postgres-store.js'
+import { createPostgresStore } from '../../src/store/postgres/index.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { storeSuite } from './store-suite.js'
 

@@ -2,7 +2,8 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { generateApiKey } from '../../src/store/api-keys.js'
-import { createSqliteStore } from '../../src/store/sqlite-store.js'
+import { createSqliteStore } from '../../src/store/sqlite/index.js'
+import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { tempDir } from '../helpers/app.js'
 
 // The SQLite store reuses the inventory list text and key lookups while the database is
@@ -32,7 +33,7 @@ t.test('a write committed by another connection is in the next list', async (t) 
   t.same((await list(server))[0], { petId: 1, quantity: 7, status: 'available' }, 'a PATCH through another connection')
   await other.importCatalogue({ orders: [{ id: 1, petId: 1, quantity: 7, shipDate: '2026-12-01T12:00:00.000Z', status: 'placed', complete: false }] })
   t.same((await list(server))[0], { petId: 1, quantity: 7, status: 'pending' }, 'an order imported by another connection (db:seed)')
-  await other.createSyntheticPets(2)
+  await addSyntheticPets(other, 2)
   t.equal((await list(server)).length, 4, 'pets added by another connection')
 })
 
@@ -49,7 +50,7 @@ t.test('a pet read again after a write shows it: by this store, another store, o
   await other.importCatalogue({ pets: [{ id: 1, name: 'Renamed', photoUrls: [] }] })
   t.equal((await server.getPet(1))?.name, 'Renamed', 'a pet re-imported by another store (db:seed)')
   t.equal(await server.getPet(3), undefined, 'an unknown pet')
-  await other.createSyntheticPets(1)
+  await addSyntheticPets(other, 1)
   t.equal((await server.getPet(3))?.name, 'Pet 3', 'and then created by another store')
 
   const raw = new Database(file)

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { createSqliteStore } from '../../src/store/sqlite-store.js'
+import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { tempDir } from '../helpers/app.js'
 
 // Concurrent PATCHes on SQLite share one transaction (src/store/group-commit.ts). What a client can

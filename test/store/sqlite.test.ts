@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import t from 'tap'
-import { createSqliteStore } from '../../src/store/sqlite-store.js'
+import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { tempDir } from '../helpers/app.js'
 import { storeSuite } from './store-suite.js'
 

@@ -1,0 +1,102 @@
+import pg from 'pg'
+import { StoreUnavailableError } from '../../errors.js'
+
+export interface PostgresStoreOptions {
+  /** Most connections this store opens (DATABASE_POOL_MAX). */
+  poolMax?: number
+  /** Bound on getting a connection and on each statement, in milliseconds (DATABASE_TIMEOUT_MS). */
+  timeoutMs?: number
+}
+
+/** Bulk work (migrations, imports) may legitimately take longer than a request. */
+const BULK_TIMEOUT_MS = 10 * 60_000
+
+// Ids are capped at 2^53-1 by openapi.yaml, so BIGINT values are exact as JavaScript numbers.
+const INT8_OID = 20
+const typeParsers: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: string) => oid === INT8_OID
+    ? (value: string) => Number(value)
+    : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser']
+}
+
+export function openPool (connectionString: string, options: PostgresStoreOptions): pg.Pool {
+  const timeoutMs = options.timeoutMs ?? 5000
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.poolMax ?? 10,
+    connectionTimeoutMillis: timeoutMs,
+    // Server side: the statement is cancelled. Client side, a little later: for a server that
+    // stopped answering altogether (the connection is then discarded).
+    statement_timeout: timeoutMs,
+    query_timeout: timeoutMs + 1000,
+    idle_in_transaction_session_timeout: BULK_TIMEOUT_MS,
+    keepAlive: true,
+    idleTimeoutMillis: 30_000,
+    application_name: 'petstore',
+    types: typeParsers
+  })
+  // An idle connection that breaks (server restart, network cut) is removed from the pool and
+  // reported here; without a listener the process would crash. Requests report their own errors.
+  pool.on('error', () => {})
+  return pool
+}
+
+/**
+ * SQLSTATE classes that mean "the database cannot serve us right now" rather than "this request
+ * is wrong": connection exceptions (08), insufficient resources (53), operator intervention (57,
+ * which includes 57014, a statement cancelled by statement_timeout), system errors (58), and a
+ * lock wait that timed out (55P03).
+ */
+const unavailableClasses = new Set(['08', '53', '57', '58'])
+
+export function translate (error: unknown): unknown {
+  if (error instanceof pg.DatabaseError) {
+    const code = error.code ?? ''
+    if (unavailableClasses.has(code.slice(0, 2)) || code === '55P03') {
+      return new StoreUnavailableError(`database unavailable: ${error.message}`, { cause: error })
+    }
+    return error
+  }
+  // Programming errors stay what they are (500); everything else pg raises without a SQLSTATE is
+  // about the connection: refused, reset, terminated, timed out, or the pool has been closed.
+  if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError || error instanceof ReferenceError) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new StoreUnavailableError(`database unavailable: ${message}`, { cause: error })
+}
+
+/** A query on the connection of the transaction at hand. */
+export type Run = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>
+
+/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
+export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient
+  try {
+    client = await pool.connect()
+  } catch (error) {
+    throw translate(error)
+  }
+  const run: Run = (text, values) => client.query({ text, values, query_timeout: BULK_TIMEOUT_MS + 1000 } as pg.QueryConfig)
+  let discard = false
+  try {
+    await run('BEGIN')
+    await run(`SET LOCAL statement_timeout = ${BULK_TIMEOUT_MS}`)
+    const result = await work(run)
+    await run('COMMIT')
+    return result
+  } catch (error) {
+    if (!(error instanceof pg.DatabaseError)) discard = true
+    await client.query('ROLLBACK').catch(() => { discard = true })
+    throw translate(error)
+  } finally {
+    client.release(discard)
+  }
+}
+
+/** One statement in autocommit. A statement given a name is prepared once per connection. */
+export async function query<R extends pg.QueryResultRow> (pool: pg.Pool, text: string, values: unknown[] = [], name?: string): Promise<R[]> {
+  try {
+    return (await pool.query<R>(name === undefined ? { text, values } : { name, text, values })).rows
+  } catch (error) {
+    throw translate(error)
+  }
+}

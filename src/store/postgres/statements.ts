@@ -1,0 +1,58 @@
+import { keyColumns, orderColumns } from '../rows.js'
+import { statusExpression } from '../sql.js'
+
+/** The statements of the request path, prepared once per connection under their names here. */
+export const sql = {
+  countPets: 'SELECT COUNT(*) AS n FROM pets',
+  highestPetId: 'SELECT COALESCE(MAX(id), 0) AS id FROM pets',
+  listInventory: `SELECT i.pet_id AS "petId", i.quantity, ${statusExpression('i.pet_id', 'i.quantity')} AS status
+    FROM inventory i ORDER BY i.pet_id`,
+  // The same list as JSON text built by the server, with no row objects in JavaScript and the
+  // same bytes as SQLite's json_group_array. Every value is an integer or one of the three status
+  // words, so concatenation yields valid JSON (the response serializer validates it regardless).
+  // With the snapshot the statement read it under (one statement, one snapshot): see InventoryJson.
+  listInventoryJson: `SELECT pg_current_snapshot()::text AS snapshot, (SELECT COALESCE('[' || string_agg(
+      '{"petId":' || i.pet_id || ',"quantity":' || i.quantity || ',"status":"' || (${statusExpression('i.pet_id', 'i.quantity')}) || '"}',
+      ',' ORDER BY i.pet_id) || ']', '[]')
+    FROM inventory i) AS json`,
+  currentSnapshot: 'SELECT pg_current_snapshot()::text AS snapshot',
+  // One statement: the row lock serialises concurrent writers, and the status is computed from
+  // the quantity this very statement wrote.
+  updateInventory: `UPDATE inventory SET quantity = $1 WHERE pet_id = $2
+    RETURNING pet_id AS "petId", quantity, ${statusExpression('inventory.pet_id', 'inventory.quantity')} AS status`,
+  getPet: `SELECT p.id, p.name, p.category_id, p.category_name, p.photo_urls, p.tags,
+      ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status
+    FROM pets p LEFT JOIN inventory i ON i.pet_id = p.id WHERE p.id = $1`,
+  listOrders: `SELECT ${orderColumns} FROM orders ORDER BY id`,
+  insertKey: `INSERT INTO api_keys (id, name, plan, key_hash, per_minute, per_day, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${keyColumns}`,
+  listKeys: `SELECT ${keyColumns} FROM api_keys ORDER BY created_at, id`,
+  // Revokes once; a key revoked before keeps its first revocation time. The outer SELECT sees the
+  // row as it was before this statement, which is what we want when the UPDATE matched nothing.
+  revokeKey: `WITH revoked AS (
+      UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING ${keyColumns}
+    )
+    SELECT * FROM revoked
+    UNION ALL
+    SELECT ${keyColumns} FROM api_keys WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM revoked)`,
+  activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+  countKeys: 'SELECT COUNT(*) AS n FROM api_keys'
+} as const
+
+export type StatementName = keyof typeof sql
+
+/** The bulk statements of an import: one statement per table, the rows passed as arrays. */
+export const importSql = {
+  upsertPets: `INSERT INTO pets (id, name, category_id, category_name, photo_urls, tags)
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+    ON CONFLICT (id) DO UPDATE SET name = excluded.name, category_id = excluded.category_id,
+      category_name = excluded.category_name, photo_urls = excluded.photo_urls, tags = excluded.tags`,
+  ensureInventory: `INSERT INTO inventory (pet_id, quantity) SELECT unnest($1::bigint[]), 0
+    ON CONFLICT (pet_id) DO NOTHING`,
+  upsertInventory: `INSERT INTO inventory (pet_id, quantity) SELECT * FROM unnest($1::bigint[], $2::integer[])
+    ON CONFLICT (pet_id) DO UPDATE SET quantity = excluded.quantity`,
+  upsertOrders: `INSERT INTO orders (id, pet_id, quantity, ship_date, status, complete)
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::text[], $5::text[], $6::boolean[])
+    ON CONFLICT (id) DO UPDATE SET pet_id = excluded.pet_id, quantity = excluded.quantity,
+      ship_date = excluded.ship_date, status = excluded.status, complete = excluded.complete`
+} as const

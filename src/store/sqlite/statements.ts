@@ -1,0 +1,46 @@
+import type Database from 'better-sqlite3'
+import { keyColumns, orderColumns } from '../rows.js'
+import { statusExpression } from '../sql.js'
+
+/** Every statement of the SQLite store, prepared once (after migrate() has created the tables). */
+export function prepareStatements (db: Database.Database) {
+  return {
+    countPets: db.prepare('SELECT COUNT(*) FROM pets').pluck(),
+    highestPetId: db.prepare('SELECT COALESCE(MAX(id), 0) FROM pets').pluck(),
+    listInventory: db.prepare(`SELECT i.pet_id AS petId, i.quantity, ${statusExpression('i.pet_id', 'i.quantity')} AS status
+      FROM inventory i ORDER BY i.pet_id`),
+    // The same rows as one JSON array built by SQLite: no JavaScript object per row. The ORDER BY
+    // inside the aggregate is what guarantees the order (an aggregate's input order is otherwise
+    // unspecified); json_group_array of no rows is '[]'.
+    listInventoryJson: db.prepare(`SELECT json_group_array(json_object('petId', i.pet_id, 'quantity', i.quantity,
+        'status', ${statusExpression('i.pet_id', 'i.quantity')}) ORDER BY i.pet_id)
+      FROM inventory i`).pluck(),
+    // Raw rows (arrays) on the write path: the item is built in JavaScript with one fixed shape
+    // instead of better-sqlite3 setting each named column on a new object.
+    updateInventory: db.prepare(`UPDATE inventory SET quantity = ? WHERE pet_id = ?
+      RETURNING pet_id, quantity, ${statusExpression('inventory.pet_id', 'inventory.quantity')}`).raw(),
+    getPet: db.prepare(`SELECT p.*, ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status
+      FROM pets p LEFT JOIN inventory i ON i.pet_id = p.id WHERE p.id = ?`),
+    listOrders: db.prepare(`SELECT ${orderColumns} FROM orders ORDER BY id`),
+    upsertPet: db.prepare(`INSERT INTO pets (id, name, category_id, category_name, photo_urls, tags)
+      VALUES (@id, @name, @categoryId, @categoryName, @photoUrls, @tags)
+      ON CONFLICT (id) DO UPDATE SET name = excluded.name, category_id = excluded.category_id,
+        category_name = excluded.category_name, photo_urls = excluded.photo_urls, tags = excluded.tags`),
+    ensureInventory: db.prepare('INSERT INTO inventory (pet_id, quantity) VALUES (?, 0) ON CONFLICT (pet_id) DO NOTHING'),
+    upsertInventory: db.prepare(`INSERT INTO inventory (pet_id, quantity) VALUES (?, ?)
+      ON CONFLICT (pet_id) DO UPDATE SET quantity = excluded.quantity`),
+    upsertOrder: db.prepare(`INSERT INTO orders (id, pet_id, quantity, ship_date, status, complete)
+      VALUES (@id, @petId, @quantity, @shipDate, @status, @complete)
+      ON CONFLICT (id) DO UPDATE SET pet_id = excluded.pet_id, quantity = excluded.quantity,
+        ship_date = excluded.ship_date, status = excluded.status, complete = excluded.complete`),
+    insertKey: db.prepare(`INSERT INTO api_keys (id, name, plan, key_hash, per_minute, per_day, created_at)
+      VALUES (@id, @name, @plan, @keyHash, @perMinute, @perDay, @createdAt)`),
+    keyById: db.prepare(`SELECT ${keyColumns} FROM api_keys WHERE id = ?`),
+    listKeys: db.prepare(`SELECT ${keyColumns} FROM api_keys ORDER BY created_at, id`),
+    revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
+    activeKeyByHash: db.prepare(`SELECT ${keyColumns} FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL`),
+    countKeys: db.prepare('SELECT COUNT(*) FROM api_keys').pluck()
+  }
+}
+
+export type Statements = ReturnType<typeof prepareStatements>
