@@ -1,0 +1,212 @@
+/**
+ * One version of a JSON array body that its producer keeps as one text per element. The body is
+ * `[` + the element texts joined by `,` + `]`, built by the producer, so each element text is a
+ * complete JSON value of its own. `changedSince` is what lets the response serializer validate a
+ * new version by checking only the elements that differ from a version it has already checked.
+ */
+export interface JsonListVersion {
+  /** The list this is a version of; the versions of one list are numbered upwards. */
+  readonly list: object
+  readonly version: number
+  /** The whole array as UTF-8 JSON. */
+  readonly bytes: Buffer
+  /**
+   * The texts, as of this version, of the elements added or replaced after version `since` (a text
+   * replaced again, or removed, by this version is not listed). Undefined when the list no longer
+   * knows (`since` is too old, or the list was rebuilt since): then every element must be checked.
+   */
+  changedSince (since: number): readonly string[] | undefined
+}
+
+interface Chunk {
+  keys: number[]
+  texts: string[]
+  /** The texts joined by ',', encoded; undefined once the chunk has changed. */
+  bytes: Buffer | undefined
+}
+
+/** What one version changed: each key with its new text, or null when it was removed. */
+interface Change {
+  version: number
+  keys: readonly number[]
+  texts: readonly (string | null)[]
+}
+
+/** Entries per chunk when the list is built; a chunk that grows to twice that is split. */
+const CHUNK_SIZE = 256
+/** Changes remembered for changedSince (element texts, versions); older ones are forgotten (a full check). */
+const HISTORY_TEXTS = 20_000
+const HISTORY_VERSIONS = 1024
+const OPEN = Buffer.from('[')
+const COMMA = Buffer.from(',')
+const CLOSE = Buffer.from(']')
+
+/**
+ * A JSON array kept as element texts by numeric key (ascending), in fixed-size chunks whose encoded
+ * bytes are kept: changing one element re-encodes its chunk (a few hundred elements) and copies
+ * the other chunks' bytes, instead of building and encoding the whole text again. Each version
+ * handed out is immutable: later changes make a new version.
+ */
+export class JsonList {
+  private chunks: Chunk[] = []
+  private versionNumber = 0
+  private current: JsonListVersion | undefined
+  private changedKeys: number[] = []
+  private changedTexts: (string | null)[] = []
+  private dirty = true
+  private history: Change[] = []
+  private historyTexts = 0
+  /** changedSince(s) can answer for every s ≥ this. */
+  private knownFrom = Number.POSITIVE_INFINITY
+
+  /** Replaces every element; `entries` must be in ascending key order. Forgets the change history. */
+  reset (entries: Iterable<readonly [number, string]>): void {
+    const chunks: Chunk[] = []
+    let chunk: Chunk | undefined
+    for (const [key, text] of entries) {
+      if (chunk === undefined || chunk.keys.length === CHUNK_SIZE) {
+        chunk = { keys: [], texts: [], bytes: undefined }
+        chunks.push(chunk)
+      }
+      chunk.keys.push(key)
+      chunk.texts.push(text)
+    }
+    this.chunks = chunks
+    this.history = []
+    this.historyTexts = 0
+    this.changedKeys = []
+    this.changedTexts = []
+    this.dirty = true
+    this.knownFrom = Number.POSITIVE_INFINITY
+  }
+
+  get size (): number {
+    let size = 0
+    for (const chunk of this.chunks) size += chunk.keys.length
+    return size
+  }
+
+  /** Adds the element of `key`, or replaces its text. */
+  set (key: number, text: string): void {
+    const chunk = this.chunkFor(key)
+    if (chunk === undefined) {
+      this.chunks.push({ keys: [key], texts: [text], bytes: undefined })
+    } else {
+      const index = lowerBound(chunk.keys, key)
+      if (chunk.keys[index] === key) {
+        if (chunk.texts[index] === text) return
+        chunk.texts[index] = text
+      } else {
+        chunk.keys.splice(index, 0, key)
+        chunk.texts.splice(index, 0, text)
+        if (chunk.keys.length >= 2 * CHUNK_SIZE) this.split(chunk)
+      }
+      chunk.bytes = undefined
+    }
+    this.changedKeys.push(key)
+    this.changedTexts.push(text)
+    this.dirty = true
+  }
+
+  /** Removes the element of `key`, if there is one. */
+  delete (key: number): void {
+    const chunk = this.chunkFor(key)
+    if (chunk === undefined) return
+    const index = lowerBound(chunk.keys, key)
+    if (chunk.keys[index] !== key) return
+    chunk.keys.splice(index, 1)
+    chunk.texts.splice(index, 1)
+    chunk.bytes = undefined
+    if (chunk.keys.length === 0) this.chunks.splice(this.chunks.indexOf(chunk), 1)
+    this.changedKeys.push(key)
+    this.changedTexts.push(null)
+    this.dirty = true
+  }
+
+  /** The current version: the same object until the list changes. */
+  version (): JsonListVersion {
+    if (!this.dirty && this.current !== undefined) return this.current
+    const version = ++this.versionNumber
+    if (this.knownFrom === Number.POSITIVE_INFINITY) {
+      // Built from scratch: changes are known from this version on.
+      this.knownFrom = version
+    } else {
+      this.remember({ version, keys: this.changedKeys, texts: this.changedTexts })
+    }
+    this.changedKeys = []
+    this.changedTexts = []
+    this.dirty = false
+    const parts: Buffer[] = [OPEN]
+    for (const chunk of this.chunks) {
+      chunk.bytes ??= Buffer.from(chunk.texts.join(','))
+      if (parts.length > 1) parts.push(COMMA)
+      parts.push(chunk.bytes)
+    }
+    parts.push(CLOSE)
+    const bytes = Buffer.concat(parts)
+    const history = this.history
+    const knownFrom = () => this.knownFrom
+    this.current = {
+      list: this,
+      version,
+      bytes,
+      changedSince (since: number): readonly string[] | undefined {
+        if (since > version || since < knownFrom()) return undefined
+        // Changes of versions up to this one are never altered once recorded, only dropped.
+        const latest = new Map<number, string | null>()
+        for (const change of history) {
+          if (change.version <= since || change.version > version) continue
+          change.keys.forEach((key, i) => latest.set(key, change.texts[i]!))
+        }
+        const texts: string[] = []
+        for (const text of latest.values()) if (text !== null) texts.push(text)
+        return texts
+      }
+    }
+    return this.current
+  }
+
+  private remember (change: Change): void {
+    this.history.push(change)
+    this.historyTexts += change.texts.length
+    while (this.historyTexts > HISTORY_TEXTS || this.history.length > HISTORY_VERSIONS) {
+      const dropped = this.history.shift()!
+      this.historyTexts -= dropped.texts.length
+      this.knownFrom = dropped.version
+    }
+  }
+
+  /** The chunk `key` belongs in: the last whose first key is not above it, else the first. */
+  private chunkFor (key: number): Chunk | undefined {
+    const chunks = this.chunks
+    let low = 0
+    let high = chunks.length - 1
+    while (low < high) {
+      const middle = (low + high + 1) >> 1
+      if (chunks[middle]!.keys[0]! <= key) low = middle
+      else high = middle - 1
+    }
+    return chunks[low]
+  }
+
+  private split (chunk: Chunk): void {
+    const half = chunk.keys.length >> 1
+    const second: Chunk = { keys: chunk.keys.splice(half), texts: chunk.texts.splice(half), bytes: undefined }
+    this.chunks.splice(this.chunks.indexOf(chunk) + 1, 0, second)
+  }
+}
+
+/** The first index whose key is not below `key`. */
+function lowerBound (keys: readonly number[], key: number): number {
+  let low = 0
+  let high = keys.length
+  while (low < high) {
+    const middle = (low + high) >> 1
+    if (keys[middle]! < key) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+/** The text of a list's JSON, whether an engine gave it as a string or as a list version. */
+export const listText = (json: string | JsonListVersion): string => typeof json === 'string' ? json : json.bytes.toString('utf8')

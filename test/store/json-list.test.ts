@@ -1,0 +1,122 @@
+import t from 'tap'
+import { JsonList, type JsonListVersion } from '../../src/store/json-list.js'
+
+// JsonList keeps a JSON array as element texts by key, in chunks. Whatever the sequence of
+// changes, each version's bytes must be the array of the current elements in key order, and
+// changedSince must name every element that differs from the earlier version.
+
+/** A small deterministic generator, so that a failure can be replayed. */
+function random (seed: number) {
+  let state = seed
+  return (below: number) => {
+    state = (state * 1103515245 + 12345) % 2147483648
+    return state % below
+  }
+}
+
+const text = (key: number, n: number) => JSON.stringify({ key, n })
+const expected = (model: Map<number, string>) => '[' + [...model.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v).join(',') + ']'
+
+t.test('every version is the array of the current elements in key order, after random sets and deletes', async (t) => {
+  const next = random(7)
+  const list = new JsonList()
+  const model = new Map<number, string>()
+  const initial = Array.from({ length: 600 }, (_, i) => [i * 3, text(i * 3, 0)] as const)
+  list.reset(initial)
+  for (const [key, value] of initial) model.set(key, value)
+  t.equal(list.version().bytes.toString(), expected(model), 'as built')
+
+  let mismatches = 0
+  let previous = list.version()
+  for (let step = 1; step <= 3000; step++) {
+    const changes = 1 + next(5)
+    for (let c = 0; c < changes; c++) {
+      // Keys beyond the built range and between existing keys: inserts split chunks and add new ones.
+      const key = next(3000)
+      if (next(10) === 0) {
+        list.delete(key)
+        model.delete(key)
+      } else {
+        list.set(key, text(key, step))
+        model.set(key, text(key, step))
+      }
+    }
+    const version = list.version()
+    if (version.bytes.toString() !== expected(model)) mismatches++
+    // What changed since the previous version, by comparing the two arrays element by element.
+    const before = new Set((JSON.parse(previous.bytes.toString()) as unknown[]).map((e) => JSON.stringify(e)))
+    const differing = (JSON.parse(version.bytes.toString()) as unknown[]).map((e) => JSON.stringify(e)).filter((e) => !before.has(e))
+    const reported = new Set(version.changedSince(previous.version))
+    if (!differing.every((e) => reported.has(e))) mismatches++
+    previous = version
+  }
+  t.equal(mismatches, 0, '3,000 versions, each equal to the model and with every changed element reported')
+  t.equal(list.size, model.size)
+})
+
+t.test('the same version object while nothing changes; setting an equal text changes nothing', async (t) => {
+  const list = new JsonList()
+  list.reset([[1, '"a"'], [2, '"b"']])
+  const first = list.version()
+  t.equal(list.version(), first)
+  list.set(2, '"b"')
+  list.delete(3)
+  t.equal(list.version(), first, 'no new version')
+  list.set(2, '"c"')
+  const second = list.version()
+  t.not(second, first)
+  t.equal(second.version, first.version + 1)
+  t.equal(first.bytes.toString(), '["a","b"]', 'an earlier version is unchanged')
+  t.equal(second.bytes.toString(), '["a","c"]')
+})
+
+t.test('changedSince: the latest text of each changed element; none that was replaced again or removed', async (t) => {
+  const list = new JsonList()
+  list.reset([[1, '1'], [2, '2'], [3, '3']])
+  const v1 = list.version()
+  list.set(2, '20')
+  const v2 = list.version()
+  list.set(2, '200')
+  list.set(4, '4')
+  list.delete(3)
+  const v3 = list.version()
+  list.delete(4)
+  const v4 = list.version()
+  t.same(v2.changedSince(v1.version), ['20'])
+  t.same(v3.changedSince(v1.version), ['200', '4'], 'pet 2 as of v3 only; 3 removed is not listed')
+  t.same(v3.changedSince(v2.version), ['200', '4'])
+  t.same(v4.changedSince(v1.version), ['200'], '4 added and removed again is gone')
+  t.same(v2.changedSince(v2.version), [], 'nothing since itself')
+  t.same(v2.changedSince(v3.version), undefined, 'not from a later version')
+  t.equal(v4.bytes.toString(), '[1,200]')
+})
+
+t.test('changedSince is undefined across a rebuild and once the history is forgotten', async (t) => {
+  const list = new JsonList()
+  list.reset([[1, '1']])
+  const v1 = list.version()
+  list.reset([[1, '1'], [2, '2']])
+  const v2 = list.version()
+  t.equal(v2.changedSince(v1.version), undefined, 'rebuilt: every element must be checked')
+  t.equal(v1.changedSince(v1.version), undefined, 'an old version cannot tell either')
+
+  let last: JsonListVersion = v2
+  // More single changes than the history keeps.
+  for (let i = 0; i < 1100; i++) {
+    list.set(1, String(i))
+    last = list.version()
+  }
+  t.equal(last.changedSince(v2.version), undefined, 'too old')
+  t.same(last.changedSince(last.version - 1), [String(1099)], 'recent ones are known')
+})
+
+t.test('an empty list, and a list emptied by deletes, is []', async (t) => {
+  const list = new JsonList()
+  list.reset([])
+  t.equal(list.version().bytes.toString(), '[]')
+  list.set(5, '5')
+  t.equal(list.version().bytes.toString(), '[5]')
+  list.delete(5)
+  t.equal(list.version().bytes.toString(), '[]')
+  t.equal(list.size, 0)
+})
