@@ -1,10 +1,32 @@
+import type { JsonListVersion } from '../store/json-list.js'
+
 /**
  * A success body that is already JSON text (the database built it, without a JavaScript object
  * per row). The response serializer validates it against the operation's schema in openapi.yaml
  * like any other body — by parsing the very text that is sent — and then sends the text as it is.
  * `T` is the body the text stands for, so a handler can only return text of its own body type.
+ *
+ * The content may also be a version of a list kept as one text per element (a JsonListVersion):
+ * its bytes are sent as they are, and the serializer, having checked an earlier version of the
+ * same list, checks only the elements changed since.
  */
 export class JsonText<T = unknown> {
   declare readonly body?: T
-  constructor (readonly text: string) {}
+  /** The list version this body is, when it is one. */
+  readonly list: JsonListVersion | undefined
+  private decoded: string | undefined
+
+  constructor (content: string | JsonListVersion) {
+    if (typeof content === 'string') {
+      this.decoded = content
+      this.list = undefined
+    } else {
+      this.list = content
+    }
+  }
+
+  get text (): string {
+    this.decoded ??= this.list!.bytes.toString('utf8')
+    return this.decoded
+  }
 }

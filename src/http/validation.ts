@@ -140,6 +140,17 @@ export const validatorCompiler: FastifySchemaCompiler<FastifySchema> = ({ schema
 
 
 /**
+ * An array schema whose only constraint is on its items (annotations aside): a version of a list
+ * whose earlier version passed is then valid when each element changed since passes the items
+ * schema.
+ */
+function itemsOnly (schema: JsonSchema): JsonSchema | undefined {
+  const annotations = new Set(['type', 'items', 'description', 'title', 'example', 'examples'])
+  if (schema.type !== 'array' || typeof schema.items !== 'object' || schema.items === null) return undefined
+  return Object.keys(schema).every((key) => annotations.has(key)) ? schema.items as JsonSchema : undefined
+}
+
+/**
  * Every response body is checked against its schema in openapi.yaml before it is sent. A body
  * outside its schema is a bug: it becomes a 500, never a silently reshaped response.
  *
@@ -147,33 +158,69 @@ export const validatorCompiler: FastifySchemaCompiler<FastifySchema> = ({ schema
  * is sent. The last text that passed is remembered: the same text again (a list nothing has
  * changed since) is neither parsed nor checked again, since identical text gets an identical
  * verdict. Comparing costs nothing when it is the same string and a memcmp when it is an equal copy.
+ *
+ * A JsonText holding a list version (json-list.ts) is checked in full the first time; after that
+ * the versions of that list from the first one checked to the last are known to pass, and a newer
+ * version passes when every element changed since the last one passes the items schema (the
+ * array around them is built by the list itself). When the list cannot tell what changed (it was
+ * rebuilt, or too much changed) the new version is checked in full again.
  */
 export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ schema, method, url, httpStatus }) => {
   const validate = ajv.compile(schema as JsonSchema)
+  const items = itemsOnly(schema as JsonSchema)
+  const validateItem = items && ajv.compile(items)
+  const fail = (detail: string) => new ResponseValidationError(`${method} ${url} ${httpStatus}: ${detail}`)
   const check = (data: unknown) => {
-    if (!validate(data)) {
-      const detail = ajv.errorsText(validate.errors, { dataVar: 'response' })
-      throw new ResponseValidationError(`${method} ${url} ${httpStatus}: ${detail}`)
+    if (!validate(data)) throw fail(ajv.errorsText(validate.errors, { dataVar: 'response' }))
+  }
+  const parse = (text: string, what: string) => {
+    try {
+      return JSON.parse(text) as unknown
+    } catch (error) {
+      throw fail(`${what} is not JSON (${(error as Error).message})`)
     }
   }
   let lastValidText: string | undefined
   let lastValidBytes: Buffer | undefined
+  // The list whose versions from `validFrom` to `validTo` passed.
+  let validList: object | undefined
+  let validFrom = 0
+  let validTo = -1
+
+  const listBytes = (data: JsonText): Buffer => {
+    const current = data.list!
+    const { version } = current
+    if (current.list === validList && version >= validFrom && version <= validTo) return current.bytes
+    const changed = validateItem !== undefined && current.list === validList && version > validTo
+      ? current.changedSince(validTo)
+      : undefined
+    if (changed !== undefined) {
+      for (const text of changed) {
+        if (!validateItem!(parse(text, 'a response list element'))) {
+          throw fail(ajv.errorsText(validateItem!.errors, { dataVar: 'response[]' }) + ` in element ${text.slice(0, 200)}`)
+        }
+      }
+      validTo = version
+    } else {
+      check(parse(data.text, 'response text'))
+      validList = current.list
+      validFrom = validTo = version
+    }
+    return current.bytes
+  }
+
   return (data: unknown) => {
     if (data instanceof JsonText) {
+      // Fastify sends a Buffer payload as it is (its typings only mention strings for a
+      // serializer's result).
+      if (data.list !== undefined) return listBytes(data) as unknown as string
       if (data.text !== lastValidText || lastValidBytes === undefined) {
-        let parsed: unknown
-        try {
-          parsed = JSON.parse(data.text)
-        } catch (error) {
-          throw new ResponseValidationError(`${method} ${url} ${httpStatus}: response text is not JSON (${(error as Error).message})`)
-        }
-        check(parsed)
+        check(parse(data.text, 'response text'))
         lastValidText = data.text
         lastValidBytes = Buffer.from(data.text)
       }
       // The encoded bytes, kept with the text: a large list is then sent without encoding and
-      // measuring it again per response. Fastify sends a Buffer payload as it is (its typings
-      // only mention strings for a serializer's result).
+      // measuring it again per response.
       return lastValidBytes as unknown as string
     }
     check(data)

@@ -6,7 +6,11 @@ import type { Store } from './types.js'
 export interface StoreOptions {
   /** PostgreSQL only: most connections in the pool (DATABASE_POOL_MAX). */
   poolMax?: number
-  /** PostgreSQL only: bound on connecting and on each statement, in ms (DATABASE_TIMEOUT_MS). */
+  /**
+   * DATABASE_TIMEOUT_MS. PostgreSQL: bound on connecting and on each statement, in ms. SQLite: how
+   * long a write (or the migrations) may wait for another process's write lock before failing as
+   * unavailable (503).
+   */
   timeoutMs?: number
 }
 
@@ -14,7 +18,7 @@ export interface StoreOptions {
 export async function createStore (databaseUrl: string, options: StoreOptions = {}): Promise<Store> {
   if (databaseUrl.startsWith('sqlite:')) {
     const file = databaseUrl.slice('sqlite:'.length)
-    return createSqliteStore(file === ':memory:' ? file : resolve(file))
+    return createSqliteStore(file === ':memory:' ? file : resolve(file), options)
   }
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     return createPostgresStore(databaseUrl, options)

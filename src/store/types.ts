@@ -1,4 +1,5 @@
 import type { components } from '../generated/openapi.js'
+import type { JsonListVersion } from './json-list.js'
 
 export type InventoryItem = components['schemas']['InventoryItem']
 export type Pet = components['schemas']['Pet']
@@ -14,6 +15,9 @@ export interface Catalogue {
   inventory?: { petId: number, quantity: number }[]
   orders?: Order[]
 }
+
+/** A list as JSON text: the text itself, or a version of a list kept as one text per element. */
+export type ListJson = string | JsonListVersion
 
 export interface ImportCounts {
   pets: number
@@ -59,13 +63,15 @@ export interface Store {
    * The same list as JSON text, built by the database without a JavaScript object per row.
    * An engine may hand out text it built before, as long as nothing it lists has changed since.
    */
-  listInventoryJson (): Promise<string>
+  listInventoryJson (): Promise<ListJson>
   /** Sets the quantity atomically; undefined when the pet has no inventory entry. */
   updateInventory (petId: number, quantity: number): Promise<InventoryItem | undefined>
   getPet (petId: number): Promise<Pet | undefined>
   /** The highest pet id, 0 when there are no pets. */
   highestPetId (): Promise<number>
   listOrders (): Promise<Order[]>
+  /** The same list as JSON text, byte for byte JSON.stringify(await listOrders()). */
+  listOrdersJson (): Promise<ListJson>
   /** Upserts pets, inventory and orders in one transaction. */
   importCatalogue (catalogue: Catalogue): Promise<ImportCounts>
 

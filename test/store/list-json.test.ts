@@ -2,6 +2,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { createPostgresStore } from '../../src/store/postgres/index.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
+import { listText } from '../../src/store/json-list.js'
 import type { Catalogue, Store } from '../../src/store/types.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { tempDir } from '../helpers/app.js'
@@ -35,21 +36,21 @@ for (const [engine, open] of engines) {
     const store = await open(t)
     t.teardown(() => store.close())
     await store.migrate()
-    t.equal(await store.listInventoryJson(), '[]', 'an empty inventory is an empty array')
+    t.equal(listText(await store.listInventoryJson()), '[]', 'an empty inventory is an empty array')
 
-    const same = async (what: string) => t.equal(await store.listInventoryJson(), JSON.stringify(await store.listInventory()), what)
+    const same = async (what: string) => t.equal(listText(await store.listInventoryJson()), JSON.stringify(await store.listInventory()), what)
     // Synthetic pets first: they are numbered after the highest id, and MAX_ID has no successor.
     await addSyntheticPets(store, 3)
     await same('after synthetic pets')
     await store.importCatalogue(catalogue)
     await same('every status, the largest id and quantity, ordered by petId')
-    t.same(JSON.parse(await store.listInventoryJson()).map((i: { petId: number }) => i.petId), [1, 2, 3, 5, 17, 30, MAX_ID])
+    t.same(JSON.parse(listText(await store.listInventoryJson())).map((i: { petId: number }) => i.petId), [1, 2, 3, 5, 17, 30, MAX_ID])
 
     await store.updateInventory(30, 4)
     await same('after a PATCH (pet 30 is available again)')
     await store.importCatalogue({ orders: [{ id: 10, petId: 30, quantity: 1, shipDate: '2026-12-02T12:00:00.000Z', status: 'approved', complete: false }] })
     await same('after a new order (pet 30 pending again)')
-    t.equal(JSON.parse(await store.listInventoryJson()).length, 7, 'synthetic pets 1-3 and the catalogue, which overlaps them')
+    t.equal(JSON.parse(listText(await store.listInventoryJson())).length, 7, 'synthetic pets 1-3 and the catalogue, which overlaps them')
   })
 }
 
@@ -60,16 +61,16 @@ t.test('postgres: two instances on one database; each list has every write commi
   t.teardown(() => Promise.all([a.close(), b.close()]))
   await a.migrate()
   await a.importCatalogue({ pets: [{ id: 1, name: 'a', photoUrls: [] }], inventory: [{ petId: 1, quantity: 5 }] })
-  const first = await a.listInventoryJson()
-  t.equal(await a.listInventoryJson(), first, 'nothing changed: the same text')
+  const first = listText(await a.listInventoryJson())
+  t.equal(listText(await a.listInventoryJson()), first, 'nothing changed: the same text')
   await b.updateInventory(1, 6)
-  t.same(JSON.parse(await a.listInventoryJson()), [{ petId: 1, quantity: 6, status: 'available' }], 'a write by the other instance')
+  t.same(JSON.parse(listText(await a.listInventoryJson())), [{ petId: 1, quantity: 6, status: 'available' }], 'a write by the other instance')
   await adminQuery(`UPDATE ${schema}.inventory SET quantity = 0 WHERE pet_id = 1`)
-  t.same(JSON.parse(await a.listInventoryJson()), [{ petId: 1, quantity: 0, status: 'sold' }], 'a write by plain SQL on another connection')
+  t.same(JSON.parse(listText(await a.listInventoryJson())), [{ petId: 1, quantity: 0, status: 'sold' }], 'a write by plain SQL on another connection')
   await adminQuery(`INSERT INTO ${schema}.orders (id, pet_id, quantity, ship_date, status, complete) VALUES (1, 1, 1, '2026-12-01T12:00:00.000Z', 'placed', false)`)
   await b.updateInventory(1, 1)
-  t.same(JSON.parse(await a.listInventoryJson()), [{ petId: 1, quantity: 1, status: 'pending' }], 'an order and a PATCH elsewhere')
-  t.same(JSON.parse(await b.listInventoryJson()), [{ petId: 1, quantity: 1, status: 'pending' }], 'the writer agrees')
+  t.same(JSON.parse(listText(await a.listInventoryJson())), [{ petId: 1, quantity: 1, status: 'pending' }], 'an order and a PATCH elsewhere')
+  t.same(JSON.parse(listText(await b.listInventoryJson())), [{ petId: 1, quantity: 1, status: 'pending' }], 'the writer agrees')
 })
 
 t.test('postgres: lists read while another instance writes never miss a write acknowledged before them', async (t) => {
@@ -85,9 +86,9 @@ t.test('postgres: lists read while another instance writes never miss a write ac
     await writer.updateInventory(petId, 1000 + i)
     // Acknowledged: from now on every list shows one of the two quantities written for this pet
     // (the other write may land later), never its quantity from before (below 50).
-    const item = (JSON.parse(await reader.listInventoryJson()) as { petId: number, quantity: number }[]).find((x) => x.petId === petId)!
+    const item = (JSON.parse(listText(await reader.listInventoryJson())) as { petId: number, quantity: number }[]).find((x) => x.petId === petId)!
     if (item.quantity !== 1000 + (petId - 1) && item.quantity !== 1020 + (petId - 1)) violations++
   }))
   t.equal(violations, 0, 'no list older than a write acknowledged before it')
-  t.equal(await reader.listInventoryJson(), JSON.stringify(await writer.listInventory()), 'the final state')
+  t.equal(listText(await reader.listInventoryJson()), JSON.stringify(await writer.listInventory()), 'the final state')
 })

@@ -31,6 +31,8 @@ function toErrorBody (error: FastifyError, request: FastifyRequest, reply: Fasti
   }
   if (error instanceof StoreUnavailableError) {
     request.log.error({ err: error }, 'storage unavailable')
+    // Unreachable or locked storage is usually back within moments.
+    reply.header('retry-after', '1')
     return { code: 'service_unavailable', message: 'storage is unavailable, retry later', status: 503 }
   }
   if (error.validation) {

@@ -71,6 +71,8 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
     listOrders: async () => (await run<OrderRow>('listOrders')).map(toOrder),
 
+    listOrdersJson: async () => JSON.stringify((await run<OrderRow>('listOrders')).map(toOrder)),
+
     importCatalogue: (catalogue) => bulkTransaction(pool, (bulk) => importCatalogue(bulk, catalogue)),
 
     createApiKey: async (key: NewApiKey) =>

@@ -1,3 +1,4 @@
+import type { JsonListVersion } from '../json-list.js'
 import type { ApiKeyRecord, Pet } from '../types.js'
 import { StampedCache } from './stamped-cache.js'
 
@@ -11,9 +12,10 @@ function deepFreeze<T> (value: T): T {
 }
 
 /**
- * The inventory list as JSON text, active keys by hash and pets by id, as last read: one
- * in-memory lookup instead of a query per request. Only what exists is kept, and each map is
- * bounded.
+ * The current versions of the lists (inventory, orders), active keys by hash and pets by id, as
+ * last read: one in-memory lookup instead of a query per request. Only what exists is kept, and
+ * each map is bounded. (A list whose stamp has changed is brought up to date by its LoggedList,
+ * which re-reads only what changed.)
  *
  * Change detection: the database's change counter (PRAGMA data_version) changes whenever another
  * connection commits (the keys CLI, db seed, another server process on the same file), but not
@@ -24,7 +26,7 @@ function deepFreeze<T> (value: T): T {
 export class ReadCaches {
   private inventoryWrites = 0
   private keyWrites = 0
-  private readonly inventoryText = new StampedCache<'list', string>(1)
+  private readonly lists = new StampedCache<'inventory' | 'orders', JsonListVersion>(2)
   private readonly activeKeys = new StampedCache<string, ApiKeyRecord | undefined>(10_000)
   private readonly pets = new StampedCache<number, Pet | undefined>(10_000)
 
@@ -36,8 +38,8 @@ export class ReadCaches {
     if (what !== 'inventory') this.keyWrites++
   }
 
-  inventoryJson (load: () => string): string {
-    return this.inventoryText.get(this.changeCounter(), this.inventoryWrites, 'list', load)
+  list (name: 'inventory' | 'orders', sync: () => JsonListVersion): JsonListVersion {
+    return this.lists.get(this.changeCounter(), this.inventoryWrites, name, sync)
   }
 
   pet (petId: number, load: () => Pet | undefined): Pet | undefined {

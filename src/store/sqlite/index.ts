@@ -2,17 +2,33 @@ import { applyMigrations, migrationsDirectory, readMigrations } from '../migrati
 import { petColumns, toOrder, toPet, type OrderRow, type PetRow } from '../rows.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, NewApiKey, PetStatus, Store } from '../types.js'
 import { ReadCaches } from './caches.js'
-import { failureOf, migrationTransaction, openDatabase } from './database.js'
+import { failureOf, isBusy, migrationTransaction, openDatabase, retryWhileBusy } from './database.js'
 import { GroupCommit } from './group-commit.js'
+import { LoggedList } from './lists.js'
 import { prepareStatements, type Statements } from './statements.js'
 import { noteCommit, TurnSnapshot } from './turn-snapshot.js'
 
+export interface SqliteStoreOptions {
+  /** How long a write may wait for another process's write lock (DATABASE_TIMEOUT_MS). */
+  timeoutMs?: number
+}
+
+type WriteKind = 'inventory' | 'keys'
+
 /**
  * SQLite through better-sqlite3: synchronous, so every statement is atomic with respect to this
- * process; WAL lets the keys CLI and other readers work while the server runs.
+ * process; WAL lets the keys CLI and other readers work while the server runs. A statement never
+ * waits for another process's lock inside SQLite (which would block the event loop): it is tried
+ * again on timers (retryWhileBusy, GroupCommit) for up to `timeoutMs`, then fails with
+ * StoreUnavailableError (503).
+ *
+ * Read your writes: a read of what a write still waiting to commit may change (the group commit's
+ * queue, a write retrying on the lock) waits for that write first. So a request handled after a
+ * PATCH, pipelined on the same connection or not, sees it.
  */
-export function createSqliteStore (file: string): Store {
-  const db = openDatabase(file)
+export function createSqliteStore (file: string, options: SqliteStoreOptions = {}): Store {
+  const timeoutMs = options.timeoutMs ?? 5000
+  const db = openDatabase(file, timeoutMs)
   const failed = failureOf(db)
 
   // Reads share one transaction per event-loop turn (see TurnSnapshot); writes end it first.
@@ -27,20 +43,46 @@ export function createSqliteStore (file: string): Store {
     try {
       return Promise.resolve(snapshot.read(work))
     } catch (error) {
-      return Promise.reject(failed(error))
+      // In WAL mode a read finds the file locked only for moments (another process recovering
+      // the WAL after a crash, say).
+      if (!isBusy(error)) return Promise.reject(failed(error))
+      return retryWhileBusy(() => { snapshot.end(); return snapshot.read(work) }, timeoutMs).catch((e: unknown) => { throw failed(e) })
     }
   }
 
-  /** Runs a write, then counts it for the caches (also when it fails). */
-  const writing = <T>(what: 'inventory' | 'keys' | 'all', work: () => T): Promise<T> => {
-    try {
+  // Writes that found the file locked and are retrying on timers, by what they change.
+  const retrying: Record<WriteKind, Set<Promise<unknown>>> = { inventory: new Set(), keys: new Set() }
+
+  /**
+   * Reads after the writes of `kind` this process has accepted but not yet committed (or failed);
+   * of the queued PATCHes, only those of `petId` when given.
+   */
+  const readingAfterWrites = <T>(kind: WriteKind, work: () => T, petId?: number): Promise<T> => {
+    const queued = kind === 'inventory' ? inventoryUpdates.idle(petId === undefined ? undefined : (args) => args.petId === petId) : undefined
+    if (queued === undefined && retrying[kind].size === 0) return reading(work)
+    return Promise.allSettled([...retrying[kind], queued]).then(() => reading(work))
+  }
+
+  /** Runs a write in one IMMEDIATE transaction, then counts it for the caches (also when it fails). */
+  const writing = <T>(kind: WriteKind, work: () => T): Promise<T> => {
+    const attempt = () => {
       snapshot.end()
-      return Promise.resolve(work())
+      try {
+        return db.transaction(work).immediate()
+      } finally {
+        caches.wrote(kind)
+        noteCommit()
+      }
+    }
+    try {
+      return Promise.resolve(attempt())
     } catch (error) {
-      return Promise.reject(failed(error))
-    } finally {
-      caches.wrote(what)
-      noteCommit()
+      if (!isBusy(error) || !db.open) return Promise.reject(failed(error))
+      const retry = retryWhileBusy(attempt, timeoutMs).catch((e: unknown) => { throw failed(e) })
+      retrying[kind].add(retry)
+      const done = () => { retrying[kind].delete(retry) }
+      retry.then(done, done)
+      return retry
     }
   }
 
@@ -51,10 +93,26 @@ export function createSqliteStore (file: string): Store {
       const row = statements().updateInventory.get(quantity, petId) as [number, number, PetStatus] | undefined
       return row && { petId: row[0], quantity: row[1], status: row[2] }
     },
+    finish: () => { statements().pruneChangeLog.run() },
+    timeoutMs,
     failure: failed,
     beforeBatch: () => { snapshot.end() },
     afterBatch: () => { caches.wrote('inventory'); noteCommit() }
   })
+
+  // The lists, kept in memory and updated from the change log (see LoggedList).
+  const inventoryList = new LoggedList({
+    all: () => statements().inventoryTexts.all() as [number, string][],
+    changedAfter: (seq) => statements().inventoryChanges.all(seq) as [number, string | null][]
+  })
+  const orderList = new LoggedList({
+    all: () => statements().orderTexts.all() as [number, string][],
+    changedAfter: (seq) => statements().orderChanges.all(seq) as [number, string | null][]
+  })
+  const syncList = (list: LoggedList) => () => {
+    const [oldest, newest] = statements().changeLogBounds.get() as [number | null, number | null]
+    return list.sync(oldest, newest)
+  }
 
   return {
     engine: 'sqlite',
@@ -63,7 +121,7 @@ export function createSqliteStore (file: string): Store {
       const migrations = await readMigrations(migrationsDirectory('sqlite'))
       try {
         snapshot.end()
-        await migrationTransaction(db, (session) => applyMigrations(session, migrations))
+        await migrationTransaction(db, (session) => applyMigrations(session, migrations), timeoutMs)
       } catch (error) {
         throw failed(error)
       } finally {
@@ -80,24 +138,26 @@ export function createSqliteStore (file: string): Store {
       if (db.open) db.close()
     },
 
-    countPets: () => reading(() => statements().countPets.get() as number),
+    countPets: () => readingAfterWrites('inventory', () => statements().countPets.get() as number),
 
-    highestPetId: () => reading(() => statements().highestPetId.get() as number),
+    highestPetId: () => readingAfterWrites('inventory', () => statements().highestPetId.get() as number),
 
-    listInventory: () => reading(() => statements().listInventory.all() as InventoryItem[]),
+    listInventory: () => readingAfterWrites('inventory', () => statements().listInventory.all() as InventoryItem[]),
 
-    listInventoryJson: () => reading(() => caches.inventoryJson(() => statements().listInventoryJson.get() as string)),
+    listInventoryJson: () => readingAfterWrites('inventory', () => caches.list('inventory', syncList(inventoryList))),
 
     updateInventory: (petId, quantity) => inventoryUpdates.run({ petId, quantity }),
 
-    getPet: (petId) => reading(() => caches.pet(petId, () => {
+    getPet: (petId) => readingAfterWrites('inventory', () => caches.pet(petId, () => {
       const row = statements().getPet.get(petId) as PetRow | undefined
       return row && toPet(row)
-    })),
+    }), petId),
 
-    listOrders: () => reading(() => (statements().listOrders.all() as OrderRow[]).map(toOrder)),
+    listOrders: () => readingAfterWrites('inventory', () => (statements().listOrders.all() as OrderRow[]).map(toOrder)),
 
-    importCatalogue: (catalogue: Catalogue) => writing('inventory', () => db.transaction((): ImportCounts => {
+    listOrdersJson: () => readingAfterWrites('inventory', () => caches.list('orders', syncList(orderList))),
+
+    importCatalogue: (catalogue: Catalogue) => writing('inventory', (): ImportCounts => {
       const st = statements()
       // A pet without an inventory entry gets one at 0; the pets the catalogue gives stock for
       // get theirs from the upserts that follow.
@@ -108,23 +168,24 @@ export function createSqliteStore (file: string): Store {
       }
       for (const item of catalogue.inventory ?? []) st.upsertInventory.run(item.petId, item.quantity)
       for (const order of catalogue.orders ?? []) st.upsertOrder.run({ ...order, complete: order.complete ? 1 : 0 })
+      st.pruneChangeLog.run()
       return { pets: catalogue.pets?.length ?? 0, inventory: catalogue.inventory?.length ?? 0, orders: catalogue.orders?.length ?? 0 }
-    }).immediate()),
+    }),
 
     createApiKey: (key: NewApiKey) => writing('keys', () => {
       statements().insertKey.run({ ...key, createdAt: new Date().toISOString() })
       return statements().keyById.get(key.id) as ApiKeyRecord
     }),
 
-    listApiKeys: () => reading(() => statements().listKeys.all() as ApiKeyRecord[]),
+    listApiKeys: () => readingAfterWrites('keys', () => statements().listKeys.all() as ApiKeyRecord[]),
 
     revokeApiKey: (id) => writing('keys', () => {
       statements().revokeKey.run(new Date().toISOString(), id)
       return statements().keyById.get(id) as ApiKeyRecord | undefined
     }),
 
-    findActiveApiKey: (keyHash) => reading(() => caches.activeKey(keyHash, () => statements().activeKeyByHash.get(keyHash) as ApiKeyRecord | undefined)),
+    findActiveApiKey: (keyHash) => readingAfterWrites('keys', () => caches.activeKey(keyHash, () => statements().activeKeyByHash.get(keyHash) as ApiKeyRecord | undefined)),
 
-    countApiKeys: () => reading(() => statements().countKeys.get() as number)
+    countApiKeys: () => readingAfterWrites('keys', () => statements().countKeys.get() as number)
   }
 }

@@ -2,6 +2,19 @@ import type Database from 'better-sqlite3'
 import { keyColumns, orderColumns } from '../rows.js'
 import { statusExpression } from '../sql.js'
 
+/**
+ * Rows of list_changes kept: a server whose list is further behind than that builds it in full.
+ * (A full build costs about as much as applying a quarter of the list's entries one by one.)
+ */
+const CHANGES_KEPT = 50_000
+
+const inventoryText = `json_object('petId', i.pet_id, 'quantity', i.quantity, 'status', ${statusExpression('i.pet_id', 'i.quantity')})`
+// The text JSON.stringify gives for the Order that toOrder makes of the row (keys in that order):
+// ids and quantities are integers, shipDate and status are quoted as JSON strings.
+const orderText = `'{"id":' || o.id || ',"petId":' || o.pet_id || ',"quantity":' || o.quantity ||
+  ',"shipDate":' || json_quote(o.ship_date) || ',"status":' || json_quote(o.status) ||
+  ',"complete":' || CASE o.complete WHEN 1 THEN 'true' ELSE 'false' END || '}'`
+
 /** Every statement of the SQLite store, prepared once (after migrate() has created the tables). */
 export function prepareStatements (db: Database.Database) {
   return {
@@ -9,12 +22,19 @@ export function prepareStatements (db: Database.Database) {
     highestPetId: db.prepare('SELECT COALESCE(MAX(id), 0) FROM pets').pluck(),
     listInventory: db.prepare(`SELECT i.pet_id AS petId, i.quantity, ${statusExpression('i.pet_id', 'i.quantity')} AS status
       FROM inventory i ORDER BY i.pet_id`),
-    // The same rows as one JSON array built by SQLite: no JavaScript object per row. The ORDER BY
-    // inside the aggregate is what guarantees the order (an aggregate's input order is otherwise
-    // unspecified); json_group_array of no rows is '[]'.
-    listInventoryJson: db.prepare(`SELECT json_group_array(json_object('petId', i.pet_id, 'quantity', i.quantity,
-        'status', ${statusExpression('i.pet_id', 'i.quantity')}) ORDER BY i.pet_id)
-      FROM inventory i`).pluck(),
+    // Each entry as [petId, its JSON text], built by SQLite (no JavaScript object per row): the
+    // whole list, and the entries logged in list_changes after a seq (NULL text: no entry any more).
+    inventoryTexts: db.prepare(`SELECT i.pet_id, ${inventoryText} FROM inventory i ORDER BY i.pet_id`).raw(),
+    inventoryChanges: db.prepare(`SELECT c.pet_id, (SELECT ${inventoryText} FROM inventory i WHERE i.pet_id = c.pet_id)
+      FROM (SELECT DISTINCT pet_id FROM list_changes WHERE seq > ? AND pet_id IS NOT NULL) c`).raw(),
+    orderTexts: db.prepare(`SELECT o.id, ${orderText} FROM orders o ORDER BY o.id`).raw(),
+    orderChanges: db.prepare(`SELECT c.order_id, (SELECT ${orderText} FROM orders o WHERE o.id = c.order_id)
+      FROM (SELECT DISTINCT order_id FROM list_changes WHERE seq > ? AND order_id IS NOT NULL) c`).raw(),
+    // Two subqueries: MIN and MAX in one SELECT would scan the table instead of reading both ends.
+    changeLogBounds: db.prepare('SELECT (SELECT MIN(seq) FROM list_changes), (SELECT MAX(seq) FROM list_changes)').raw(),
+    // Deletes at most ~1,000 of the oldest rows per call, and keeps the newest CHANGES_KEPT.
+    pruneChangeLog: db.prepare(`DELETE FROM list_changes WHERE seq <= (SELECT MIN(seq) FROM list_changes) + 1000
+      AND seq < (SELECT MAX(seq) FROM list_changes) - ${CHANGES_KEPT}`),
     // Raw rows (arrays) on the write path: the item is built in JavaScript with one fixed shape
     // instead of better-sqlite3 setting each named column on a new object.
     updateInventory: db.prepare(`UPDATE inventory SET quantity = ? WHERE pet_id = ?
