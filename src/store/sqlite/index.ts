@@ -55,10 +55,10 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
 
   /**
    * Reads after the writes of `kind` this process has accepted but not yet committed (or failed);
-   * of the queued PATCHes, only those of `petId` when given.
+   * of the queued PATCHes, only those `sees` picks out when given (the read cannot see the others).
    */
-  const readingAfterWrites = <T>(kind: WriteKind, work: () => T, petId?: number): Promise<T> => {
-    const queued = kind === 'inventory' ? inventoryUpdates.idle(petId === undefined ? undefined : (args) => args.petId === petId) : undefined
+  const readingAfterWrites = <T>(kind: WriteKind, work: () => T, sees?: (patch: { petId: number }) => boolean): Promise<T> => {
+    const queued = kind === 'inventory' ? inventoryUpdates.idle(sees) : undefined
     if (queued === undefined && retrying[kind].size === 0) return reading(work)
     return Promise.allSettled([...retrying[kind], queued]).then(() => reading(work))
   }
@@ -151,11 +151,12 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     getPet: (petId) => readingAfterWrites('inventory', () => caches.pet(petId, () => {
       const row = statements().getPet.get(petId) as PetRow | undefined
       return row && toPet(row)
-    }), petId),
+    }), (patch) => patch.petId === petId),
 
-    listOrders: () => readingAfterWrites('inventory', () => (statements().listOrders.all() as OrderRow[]).map(toOrder)),
+    // Orders are written only by imports, never by PATCH.
+    listOrders: () => readingAfterWrites('inventory', () => (statements().listOrders.all() as OrderRow[]).map(toOrder), () => false),
 
-    listOrdersJson: () => readingAfterWrites('inventory', () => caches.list('orders', syncList(orderList))),
+    listOrdersJson: () => readingAfterWrites('inventory', () => caches.list('orders', syncList(orderList)), () => false),
 
     importCatalogue: (catalogue: Catalogue) => writing('inventory', (): ImportCounts => {
       const st = statements()
