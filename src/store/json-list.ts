@@ -8,7 +8,13 @@ export interface JsonListVersion {
   /** The list this is a version of; the versions of one list are numbered upwards. */
   readonly list: object
   readonly version: number
-  /** The whole array as UTF-8 JSON. */
+  /**
+   * The whole array as UTF-8 JSON, in consecutive parts shared with the list's other versions
+   * (a part is never changed once handed out).
+   */
+  readonly parts: readonly Buffer[]
+  readonly byteLength: number
+  /** The same bytes in one Buffer: copied from the parts on first use, then kept. */
   readonly bytes: Buffer
   /**
    * The texts, as of this version, of the elements added or replaced after version `since` (a text
@@ -21,7 +27,7 @@ export interface JsonListVersion {
 interface Chunk {
   keys: number[]
   texts: string[]
-  /** The texts joined by ',', encoded; undefined once the chunk has changed. */
+  /** ',' and the texts joined by ',', encoded; undefined once the chunk has changed. */
   bytes: Buffer | undefined
 }
 
@@ -32,20 +38,22 @@ interface Change {
   texts: readonly (string | null)[]
 }
 
-/** Entries per chunk when the list is built; a chunk that grows to twice that is split. */
-const CHUNK_SIZE = 256
+/**
+ * Entries per chunk when the list is built; a chunk that grows to twice that is split. A change
+ * re-encodes one chunk (some 25 kB of inventory entries); a body of 100,000 entries is ~200 parts.
+ */
+const CHUNK_SIZE = 512
 /** Changes remembered for changedSince (element texts, versions); older ones are forgotten (a full check). */
 const HISTORY_TEXTS = 20_000
 const HISTORY_VERSIONS = 1024
 const OPEN = Buffer.from('[')
-const COMMA = Buffer.from(',')
 const CLOSE = Buffer.from(']')
 
 /**
  * A JSON array kept as element texts by numeric key (ascending), in fixed-size chunks whose encoded
- * bytes are kept: changing one element re-encodes its chunk (a few hundred elements) and copies
- * the other chunks' bytes, instead of building and encoding the whole text again. Each version
- * handed out is immutable: later changes make a new version.
+ * bytes are kept: changing one element re-encodes its chunk (a few hundred elements); the other
+ * chunks' bytes are shared by the new version, which is a list of parts, not one copy of the
+ * whole text. Each version handed out is immutable: later changes make a new version.
  */
 export class JsonList {
   private chunks: Chunk[] = []
@@ -138,18 +146,25 @@ export class JsonList {
     this.dirty = false
     const parts: Buffer[] = [OPEN]
     for (const chunk of this.chunks) {
-      chunk.bytes ??= Buffer.from(chunk.texts.join(','))
-      if (parts.length > 1) parts.push(COMMA)
-      parts.push(chunk.bytes)
+      chunk.bytes ??= Buffer.from(',' + chunk.texts.join(','))
+      // The first chunk without its leading comma: a view, not a copy.
+      parts.push(parts.length === 1 ? chunk.bytes.subarray(1) : chunk.bytes)
     }
     parts.push(CLOSE)
-    const bytes = Buffer.concat(parts)
+    let byteLength = 0
+    for (const part of parts) byteLength += part.length
     const history = this.history
     const knownFrom = () => this.knownFrom
+    let bytes: Buffer | undefined
     this.current = {
       list: this,
       version,
-      bytes,
+      parts,
+      byteLength,
+      get bytes () {
+        bytes ??= Buffer.concat(parts, byteLength)
+        return bytes
+      },
       changedSince (since: number): readonly string[] | undefined {
         if (since > version || since < knownFrom()) return undefined
         // Changes of versions up to this one are never altered once recorded, only dropped.

@@ -10,7 +10,7 @@ import { buildTestApp } from '../helpers/app.js'
 
 interface Response { status: number, body: string }
 
-/** Splits what the server sent on one connection into its responses (each with Content-Length). */
+/** Splits what the server sent on one connection into its responses (Content-Length or chunked). */
 function parseResponses (data: Buffer): Response[] {
   const responses: Response[] = []
   let at = 0
@@ -19,10 +19,26 @@ function parseResponses (data: Buffer): Response[] {
     if (headEnd < 0) throw new Error(`an incomplete response: ${data.subarray(at).toString()}`)
     const head = data.subarray(at, headEnd).toString()
     const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1])
-    const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1])
-    if (!Number.isInteger(length)) throw new Error(`no Content-Length in ${head}`)
-    responses.push({ status, body: data.subarray(headEnd + 4, headEnd + 4 + length).toString() })
-    at = headEnd + 4 + length
+    at = headEnd + 4
+    const length = /\r\ncontent-length: (\d+)/i.exec(head)?.[1]
+    if (length !== undefined) {
+      responses.push({ status, body: data.subarray(at, at + Number(length)).toString() })
+      at += Number(length)
+    } else if (/\r\ntransfer-encoding: chunked/i.test(head)) {
+      const body: Buffer[] = []
+      for (;;) {
+        const lineEnd = data.indexOf('\r\n', at)
+        const size = parseInt(data.subarray(at, lineEnd).toString(), 16)
+        at = lineEnd + 2
+        if (size === 0) break
+        body.push(data.subarray(at, at + size))
+        at += size + 2
+      }
+      at += 2
+      responses.push({ status, body: Buffer.concat(body).toString() })
+    } else {
+      throw new Error(`neither Content-Length nor chunked: ${head}`)
+    }
   }
   return responses
 }
