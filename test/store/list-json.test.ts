@@ -52,6 +52,18 @@ for (const [engine, open] of engines) {
     await same('after a new order (pet 30 pending again)')
     t.equal(JSON.parse(listText(await store.listInventoryJson())).length, 7, 'synthetic pets 1-3 and the catalogue, which overlaps them')
   })
+
+  t.test(`${engine}: listOrdersJson is the text of listOrders, byte for byte, and follows every import`, async (t) => {
+    const store = await open(t)
+    t.teardown(() => store.close())
+    await store.migrate()
+    t.equal(listText(await store.listOrdersJson()), '[]', 'no orders: an empty array')
+    const same = async (what: string) => t.equal(listText(await store.listOrdersJson()), JSON.stringify(await store.listOrders()), what)
+    await store.importCatalogue(catalogue)
+    await same('ordered by id, every status, complete true and false')
+    await store.importCatalogue({ orders: [{ id: 8, petId: 30, quantity: 1, shipDate: '2026-12-03T08:30:00.000Z', status: 'delivered', complete: true }, { id: MAX_ID, petId: 1, quantity: 2147483647, shipDate: '2026-12-04T00:00:00.000Z', status: 'placed', complete: false }] })
+    await same('an order changed and the largest id added')
+  })
 }
 
 t.test('postgres: two instances on one database; each list has every write committed before it, by anyone', async (t) => {
