@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream'
 import type { JsonListVersion } from '../store/json-list.js'
 
 /**
@@ -28,5 +29,21 @@ export class JsonText<T = unknown> {
   get text (): string {
     this.decoded ??= this.list!.bytes.toString('utf8')
     return this.decoded
+  }
+}
+
+/**
+ * A list version's body as a stream of its parts (shared with the list's other versions, never
+ * copied). `list` tells later stages what the stream is: its `digest` is an entity tag derived
+ * from the body without reading it.
+ */
+export class JsonListStream extends Readable {
+  constructor (readonly list: JsonListVersion) {
+    super()
+  }
+
+  override _read (): void {
+    for (const part of this.list.parts) this.push(part)
+    this.push(null)
   }
 }

@@ -1,10 +1,10 @@
-import { Readable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import type { FastifySchema, FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { ResponseValidationError } from '../errors.js'
 import { createAjv } from '../openapi/ajv.js'
 import type { JsonListVersion } from '../store/json-list.js'
-import { JsonText } from './json-text.js'
+import { JsonListStream, JsonText } from './json-text.js'
 
 type JsonSchema = Record<string, unknown>
 
@@ -164,13 +164,7 @@ const streamedOnce = new WeakSet<JsonListVersion>()
 function bodyOf (version: JsonListVersion): Buffer | Readable {
   if (streamedOnce.has(version)) return version.bytes
   streamedOnce.add(version)
-  const { parts } = version
-  return new Readable({
-    read () {
-      for (const part of parts) this.push(part)
-      this.push(null)
-    }
-  })
+  return new JsonListStream(version)
 }
 
 /**

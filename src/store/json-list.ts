@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+
 /**
  * One version of a JSON array body that its producer keeps as one text per element. The body is
  * `[` + the element texts joined by `,` + `]`, built by the producer, so each element text is a
@@ -14,6 +16,12 @@ export interface JsonListVersion {
    */
   readonly parts: readonly Buffer[]
   readonly byteLength: number
+  /**
+   * Derived from the body alone: equal bodies have equal digests, whatever the history of the
+   * lists that made them (a SHA-256 over the SHA-256 of each chunk, the chunks being cut by their
+   * elements' keys), so it can serve as a strong entity tag. Costs one chunk's hash per change.
+   */
+  readonly digest: string
   /** The same bytes in one Buffer: copied from the parts on first use, then kept. */
   readonly bytes: Buffer
   /**
@@ -27,8 +35,9 @@ export interface JsonListVersion {
 interface Chunk {
   keys: number[]
   texts: string[]
-  /** ',' and the texts joined by ',', encoded; undefined once the chunk has changed. */
+  /** ',' and the texts joined by ',', encoded, and their SHA-256; undefined once the chunk has changed. */
   bytes: Buffer | undefined
+  digest: Buffer | undefined
 }
 
 /** What one version changed: each key with its new text, or null when it was removed. */
@@ -39,10 +48,22 @@ interface Change {
 }
 
 /**
- * Entries per chunk when the list is built; a chunk that grows to twice that is split. A change
- * re-encodes one chunk (some 25 kB of inventory entries); a body of 100,000 entries is ~200 parts.
+ * One key in CHUNK_SIZE starts a chunk (besides the first element), chosen by the key alone
+ * (murmur3's 32-bit finaliser): equal lists are cut into equal chunks whatever their history,
+ * so their digests are equal. Chunks hold CHUNK_SIZE elements on average; a change re-encodes one
+ * chunk (some 25 kB of inventory entries), and a body of 100,000 entries is ~200 parts.
  */
 const CHUNK_SIZE = 512
+
+function startsChunk (key: number): boolean {
+  let h = (key >>> 0) ^ Math.imul(Math.floor(key / 4294967296) | 0, 0x9e3779b1)
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
+  return ((h ^ (h >>> 16)) >>> 0) % CHUNK_SIZE === 0
+}
+
+const newChunk = (keys: number[], texts: string[]): Chunk => ({ keys, texts, bytes: undefined, digest: undefined })
+
 /** Changes remembered for changedSince (element texts, versions); older ones are forgotten (a full check). */
 const HISTORY_TEXTS = 20_000
 const HISTORY_VERSIONS = 1024
@@ -50,10 +71,10 @@ const OPEN = Buffer.from('[')
 const CLOSE = Buffer.from(']')
 
 /**
- * A JSON array kept as element texts by numeric key (ascending), in fixed-size chunks whose encoded
- * bytes are kept: changing one element re-encodes its chunk (a few hundred elements); the other
- * chunks' bytes are shared by the new version, which is a list of parts, not one copy of the
- * whole text. Each version handed out is immutable: later changes make a new version.
+ * A JSON array kept as element texts by numeric key (ascending), in chunks whose encoded bytes
+ * are kept: changing one element re-encodes its chunk; the other chunks' bytes are shared by the
+ * new version, which is a list of parts, not one copy of the whole text. Each version handed out
+ * is immutable: later changes make a new version.
  */
 export class JsonList {
   private chunks: Chunk[] = []
@@ -72,8 +93,8 @@ export class JsonList {
     const chunks: Chunk[] = []
     let chunk: Chunk | undefined
     for (const [key, text] of entries) {
-      if (chunk === undefined || chunk.keys.length === CHUNK_SIZE) {
-        chunk = { keys: [], texts: [], bytes: undefined }
+      if (chunk === undefined || startsChunk(key)) {
+        chunk = newChunk([], [])
         chunks.push(chunk)
       }
       chunk.keys.push(key)
@@ -96,20 +117,38 @@ export class JsonList {
 
   /** Adds the element of `key`, or replaces its text. */
   set (key: number, text: string): void {
-    const chunk = this.chunkFor(key)
+    const chunks = this.chunks
+    const at = this.chunkIndexFor(key)
+    const chunk = chunks[at]
     if (chunk === undefined) {
-      this.chunks.push({ keys: [key], texts: [text], bytes: undefined })
+      chunks.push(newChunk([key], [text]))
     } else {
       const index = lowerBound(chunk.keys, key)
       if (chunk.keys[index] === key) {
         if (chunk.texts[index] === text) return
         chunk.texts[index] = text
+        this.changed(chunk)
+      } else if (index === 0) {
+        // A new first element (only the first chunk can start after `key`): the old first one
+        // keeps a chunk of its own if it starts one by its key.
+        if (startsChunk(chunk.keys[0]!)) {
+          chunks.unshift(newChunk([key], [text]))
+        } else {
+          chunk.keys.unshift(key)
+          chunk.texts.unshift(text)
+          this.changed(chunk)
+        }
+      } else if (startsChunk(key)) {
+        // `key` and the elements after it in this chunk become a chunk of their own.
+        const keys = chunk.keys.splice(index)
+        const texts = chunk.texts.splice(index)
+        this.changed(chunk)
+        chunks.splice(at + 1, 0, newChunk([key, ...keys], [text, ...texts]))
       } else {
         chunk.keys.splice(index, 0, key)
         chunk.texts.splice(index, 0, text)
-        if (chunk.keys.length >= 2 * CHUNK_SIZE) this.split(chunk)
+        this.changed(chunk)
       }
-      chunk.bytes = undefined
     }
     this.changedKeys.push(key)
     this.changedTexts.push(text)
@@ -118,14 +157,26 @@ export class JsonList {
 
   /** Removes the element of `key`, if there is one. */
   delete (key: number): void {
-    const chunk = this.chunkFor(key)
+    const chunks = this.chunks
+    const at = this.chunkIndexFor(key)
+    const chunk = chunks[at]
     if (chunk === undefined) return
     const index = lowerBound(chunk.keys, key)
     if (chunk.keys[index] !== key) return
     chunk.keys.splice(index, 1)
     chunk.texts.splice(index, 1)
-    chunk.bytes = undefined
-    if (chunk.keys.length === 0) this.chunks.splice(this.chunks.indexOf(chunk), 1)
+    if (index === 0 && at > 0) {
+      // The key that started this chunk is gone: the rest belongs to the chunk before.
+      const previous = chunks[at - 1]!
+      previous.keys.push(...chunk.keys)
+      previous.texts.push(...chunk.texts)
+      this.changed(previous)
+      chunks.splice(at, 1)
+    } else if (chunk.keys.length === 0) {
+      chunks.splice(at, 1)
+    } else {
+      this.changed(chunk)
+    }
     this.changedKeys.push(key)
     this.changedTexts.push(null)
     this.dirty = true
@@ -145,8 +196,11 @@ export class JsonList {
     this.changedTexts = []
     this.dirty = false
     const parts: Buffer[] = [OPEN]
+    const digests = createHash('sha256')
     for (const chunk of this.chunks) {
       chunk.bytes ??= Buffer.from(',' + chunk.texts.join(','))
+      chunk.digest ??= createHash('sha256').update(chunk.bytes).digest()
+      digests.update(chunk.digest)
       // The first chunk without its leading comma: a view, not a copy.
       parts.push(parts.length === 1 ? chunk.bytes.subarray(1) : chunk.bytes)
     }
@@ -161,6 +215,7 @@ export class JsonList {
       version,
       parts,
       byteLength,
+      digest: digests.digest('base64url'),
       get bytes () {
         bytes ??= Buffer.concat(parts, byteLength)
         return bytes
@@ -181,6 +236,11 @@ export class JsonList {
     return this.current
   }
 
+  private changed (chunk: Chunk): void {
+    chunk.bytes = undefined
+    chunk.digest = undefined
+  }
+
   private remember (change: Change): void {
     this.history.push(change)
     this.historyTexts += change.texts.length
@@ -191,8 +251,8 @@ export class JsonList {
     }
   }
 
-  /** The chunk `key` belongs in: the last whose first key is not above it, else the first. */
-  private chunkFor (key: number): Chunk | undefined {
+  /** The index of the chunk `key` belongs in: the last whose first key is not above it, else 0. */
+  private chunkIndexFor (key: number): number {
     const chunks = this.chunks
     let low = 0
     let high = chunks.length - 1
@@ -201,13 +261,7 @@ export class JsonList {
       if (chunks[middle]!.keys[0]! <= key) low = middle
       else high = middle - 1
     }
-    return chunks[low]
-  }
-
-  private split (chunk: Chunk): void {
-    const half = chunk.keys.length >> 1
-    const second: Chunk = { keys: chunk.keys.splice(half), texts: chunk.texts.splice(half), bytes: undefined }
-    this.chunks.splice(this.chunks.indexOf(chunk) + 1, 0, second)
+    return low
   }
 }
 

@@ -52,7 +52,7 @@ t.test('every changed element is checked: an invalid one fails until it is repla
 t.test('the changed elements are what is checked; without them the whole text is', async (t) => {
   const valid = Buffer.from(`[${entry(1, 1)}]`)
   const fake = (version: number, bytes: Buffer, changed: readonly string[] | undefined): JsonListVersion =>
-    ({ list: owner, version, parts: [bytes], byteLength: bytes.length, bytes, changedSince: () => changed })
+    ({ list: owner, version, parts: [bytes], byteLength: bytes.length, digest: String(version), bytes, changedSince: () => changed })
   const owner = {}
   const serialize = serializer()
   await send(serialize, fake(1, valid, undefined))
@@ -60,7 +60,7 @@ t.test('the changed elements are what is checked; without them the whole text is
   t.throws(() => serialized(serialize, fake(3, valid, ['{"petId":1,'])), /not JSON/, 'and must be JSON')
   t.throws(() => serialized(serialize, fake(4, Buffer.from(`[${entry(1, -1)}]`), undefined)), ResponseValidationError, 'a list that cannot tell what changed is checked in full')
   const bytes = Buffer.from(`[${entry(1, -1)}]`)
-  const other = { list: {}, version: 1, parts: [bytes], byteLength: bytes.length, bytes, changedSince: () => [] }
+  const other = { list: {}, version: 1, parts: [bytes], byteLength: bytes.length, digest: '1', bytes, changedSince: () => [] }
   t.throws(() => serialized(serialize, other), ResponseValidationError, 'another list with the same version numbers is checked in full')
 })
 

@@ -14,10 +14,13 @@ import { tempDir } from '../helpers/app.js'
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
 function random (seed: number) {
+  // mulberry32: a small generator whose every bit is usable.
   let state = seed
   return (below: number) => {
-    state = (state * 1103515245 + 12345) % 2147483648
-    return state % below
+    state = (state + 0x6d2b79f5) | 0
+    let h = Math.imul(state ^ (state >>> 15), 1 | state)
+    h = (h + Math.imul(h ^ (h >>> 7), 61 | h)) ^ h
+    return (((h ^ (h >>> 14)) >>> 0) / 4294967296) * below | 0
   }
 }
 
