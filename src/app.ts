@@ -15,6 +15,7 @@ import httpProtocol from './plugins/app/http-protocol.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import storage from './plugins/app/storage.js'
 import bearerAuth from './plugins/external/bearer-auth.js'
+import cors from './plugins/external/cors.js'
 import rateLimit from './plugins/external/rate-limit.js'
 import securityHeaders from './plugins/external/security-headers.js'
 import swagger from './plugins/external/swagger.js'
@@ -92,6 +93,8 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
 
   await fastify.register(errorHandling)
   await fastify.register(httpProtocol)
+  // After the Host check, and at the root so that its hook answers preflights before /v1 authenticates.
+  if (config.corsOrigins !== undefined) await fastify.register(cors, { origins: config.corsOrigins, document })
   await fastify.register(storage, {
     databaseUrl: config.databaseUrl,
     storeOptions: { poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs },
