@@ -49,7 +49,7 @@ t.test('a preflight from an allowed origin is answered 204 before authentication
     t.equal(res.rawPayload.length, 0, 'no body')
     t.equal(res.headers['access-control-allow-origin'], origin, 'the origin is allowed')
     t.same(splitList(res.headers['access-control-allow-methods']), ['GET', 'HEAD', 'PATCH'], 'the methods of the document\'s operations')
-    t.same(splitList(res.headers['access-control-allow-headers']).sort(), ['Authorization', 'Content-Type', 'X-Request-Id'], 'the request headers the document uses')
+    t.same(splitList(res.headers['access-control-allow-headers']).sort(), ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id'], 'the request headers the document uses')
     t.same(splitList(res.headers['access-control-expose-headers']), EXPOSED_HEADERS, 'the response headers a page may read')
     t.equal(res.headers['access-control-max-age'], String(PREFLIGHT_MAX_AGE_SECONDS), 'cacheable for 10 minutes')
     t.equal(PREFLIGHT_MAX_AGE_SECONDS, 600)
