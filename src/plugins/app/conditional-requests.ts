@@ -14,12 +14,16 @@ interface Representations {
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 const ENTITY_TAG = /(?:W\/)?("[^"]*")/g
 
+/** zlib's output chunk for a body: the whole result in one step up to 1 MiB (zlib's default is 16 KiB). */
+const chunkSizeFor = (bytes: Buffer) => Math.min(2 ** 20, Math.max(zlib.constants.Z_DEFAULT_CHUNK, bytes.length))
+
 function encode (bytes: Buffer, coding: ContentCoding): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const done = (error: Error | null, result: Buffer) => { if (error === null) resolve(result); else reject(error) }
+    const chunkSize = chunkSizeFor(bytes)
     // Called through the module object at each use (not bound once), so a test can count the calls.
-    if (coding === 'br') zlib.brotliCompress(bytes, compressionOptions.br, done)
-    else zlib.gzip(bytes, compressionOptions.gzip, done)
+    if (coding === 'br') zlib.brotliCompress(bytes, { ...compressionOptions.br, chunkSize }, done)
+    else zlib.gzip(bytes, { ...compressionOptions.gzip, chunkSize }, done)
   })
 }
 
