@@ -142,8 +142,10 @@ const describe: Record<string, (value: string) => string> = {
     ? 'is a hop count, which is not accepted (a count cannot check who the proxy is): list the proxies\' addresses or CIDRs instead, e.g. TRUST_PROXY=10.0.0.0/8'
     : `must be true, false, or a comma-separated list of the proxies' addresses, CIDRs or ${proxyRangeNames.join(', ')}`,
   CORS_ORIGINS: (value) => {
-    const bad = corsOriginList(value).find((entry) => !isOrigin(entry))
-    return `must be * or a comma-separated list of origins such as https://app.example.com (scheme, host and optional port; no path, no trailing slash)${bad === undefined ? '' : `: ${JSON.stringify(bad)} is not one`}`
+    const entries = corsOriginList(value)
+    const bad = entries.find((entry) => !isOrigin(entry))
+    return 'must be * or a comma-separated list of origins such as https://app.example.com, written as browsers send them ' +
+      `(scheme, host and any non-default port; no path, no trailing slash)${entries.length > 1 && bad !== undefined ? `: ${JSON.stringify(bad)} is not one` : ''}`
   }
 }
 
