@@ -114,6 +114,8 @@ interface Workload {
   requests: RequestTemplate[]
   /** What bare Fastify is asked instead, for the ceiling of the same workload; absent: the same requests. */
   barePath?: string
+  /** Headers the service is sent besides the key (Accept-Encoding for the compressed lists). */
+  headers?: Record<string, string>
 }
 
 const listRequest: RequestTemplate[] = [{ method: 'GET', path: '/v1/inventory' }]
@@ -125,6 +127,8 @@ const patchRequests: RequestTemplate[] = Array.from({ length: 1000 }, (_, i) => 
 // Nine lists to one write: the list is rebuilt after every write, so this shows a list that is
 // not served from the store's cached text.
 const listWithWritesRequests: RequestTemplate[] = patchRequests.slice(0, 100).flatMap((patch) => [...Array<RequestTemplate>(9).fill(listRequest[0]!), patch])
+const gzip = { 'accept-encoding': 'gzip' }
+const br = { 'accept-encoding': 'br' }
 const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => ({ method: 'GET', path: `/v1/pets/${i + 1}` }))
 const all: ConfigId[] = ['bare', 'sqlite', 'postgres', 'express']
 const services: ConfigId[] = ['sqlite', 'postgres', 'express']
@@ -143,6 +147,17 @@ const allWorkloads: Workload[] = [
   { id: 'list-100k', title: 'GET list, 100,000', connections: 10, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-100k-1c', title: 'GET list, 100,000, 1 conn', connections: 1, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-10k-writes', title: 'GET list, 10,000, 1 write in 10', connections: 50, size: 10_000, configs: services, requests: listWithWritesRequests },
+  // Compressed lists (issue 14): the same requests with Accept-Encoding; the service keeps each
+  // encoding with the list it was made from, so only the request after a write compresses.
+  { id: 'list-10k-gzip', title: 'GET list, 10,000, gzip', connections: 50, size: 10_000, configs: ['sqlite'], requests: listRequest, headers: gzip },
+  { id: 'list-10k-br', title: 'GET list, 10,000, br', connections: 50, size: 10_000, configs: ['sqlite'], requests: listRequest, headers: br },
+  { id: 'list-100k-gzip', title: 'GET list, 100,000, gzip', connections: 10, size: 100_000, configs: ['sqlite'], requests: listRequest, headers: gzip },
+  { id: 'list-100k-br', title: 'GET list, 100,000, br', connections: 10, size: 100_000, configs: ['sqlite'], requests: listRequest, headers: br },
+  { id: 'list-10k-writes-gzip', title: 'GET list, 10,000, 1 write in 10, gzip', connections: 50, size: 10_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: gzip },
+  { id: 'list-10k-writes-br', title: 'GET list, 10,000, 1 write in 10, br', connections: 50, size: 10_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: br },
+  { id: 'list-100k-writes', title: 'GET list, 100,000, 1 write in 10', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests },
+  { id: 'list-100k-writes-gzip', title: 'GET list, 100,000, 1 write in 10, gzip', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: gzip },
+  { id: 'list-100k-writes-br', title: 'GET list, 100,000, 1 write in 10, br', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: br },
   // Bare Fastify answers these two from a Map (bench/servers/bare.ts): their ceiling without auth, limits or storage.
   { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: withCeiling, requests: patchRequests },
   { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: withRedis, requests: getPetRequests }
@@ -326,7 +341,7 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
   const requests: RequestTemplate[] = config === 'ceiling'
     ? [{ method: 'GET', path: '/' }]
     : config === 'bare' && w.barePath !== undefined ? [{ method: 'GET', path: w.barePath }] : w.requests
-  const headers: Record<string, string> = isBare(config) ? {} : { authorization: `Bearer ${keys.get(`${config}-${w.size ?? 100}`)}` }
+  const headers: Record<string, string> = isBare(config) ? {} : { authorization: `Bearer ${keys.get(`${config}-${w.size ?? 100}`)}`, ...w.headers }
   if (requests.some((r) => r.body !== undefined)) headers['content-type'] = 'application/json'
 
   await waitIdle(server.pid)

@@ -10,11 +10,14 @@ import { formatValidationErrors } from './http/json-body.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
 import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
 import { checkHandlers } from './openapi/operations.js'
+import conditionalRequests from './plugins/app/conditional-requests.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import storage from './plugins/app/storage.js'
 import bearerAuth from './plugins/external/bearer-auth.js'
+import compress from './plugins/external/compress.js'
+import cors from './plugins/external/cors.js'
 import rateLimit from './plugins/external/rate-limit.js'
 import securityHeaders from './plugins/external/security-headers.js'
 import swagger from './plugins/external/swagger.js'
@@ -82,6 +85,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   fastify.removeContentTypeParser('text/plain')
 
   await fastify.register(securityHeaders)
+  await fastify.register(compress)
   await fastify.register(bearerAuth)
   await fastify.register(rateLimit, {
     banSeconds: config.rateLimitBanSeconds,
@@ -92,6 +96,9 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
 
   await fastify.register(errorHandling)
   await fastify.register(httpProtocol)
+  // After the Host check, and at the root so that its hook answers preflights before /v1 authenticates.
+  if (config.corsOrigins !== undefined) await fastify.register(cors, { origins: config.corsOrigins, document })
+  await fastify.register(conditionalRequests)
   await fastify.register(storage, {
     databaseUrl: config.databaseUrl,
     storeOptions: { poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs },

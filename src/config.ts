@@ -25,6 +25,8 @@ export interface Config {
   /** Fastify's `trustProxy`: true (trust every hop), false (trust none) or the proxies' addresses, comma-separated. */
   trustProxy: boolean | string
   bodyLimit: number
+  /** Origins a browser page may call the API from (CORS); '*' for any; undefined: CORS is off. */
+  corsOrigins: '*' | string[] | undefined
 }
 
 export class ConfigError extends Error {
@@ -49,6 +51,7 @@ interface Env {
   RATE_LIMIT_BAN_SECONDS: number
   TRUST_PROXY: string
   BODY_LIMIT: number
+  CORS_ORIGINS?: string
 }
 
 const schema = {
@@ -69,7 +72,8 @@ const schema = {
     RATE_LIMIT_BAN_AFTER: { type: 'integer', minimum: 1, maximum: 1000000, default: 10 },
     RATE_LIMIT_BAN_SECONDS: { type: 'integer', minimum: 1, maximum: 31536000, default: 900 },
     TRUST_PROXY: { type: 'string', format: 'trust-proxy', default: 'false' },
-    BODY_LIMIT: { type: 'integer', minimum: 64, maximum: 104857600, default: 16384 }
+    BODY_LIMIT: { type: 'integer', minimum: 64, maximum: 104857600, default: 16384 },
+    CORS_ORIGINS: { type: 'string', format: 'cors-origins' }
   }
 }
 
@@ -105,6 +109,19 @@ function isProxyEntry (entry: string): boolean {
 const isTrustProxy = (text: string) =>
   text === 'true' || text === 'false' || text.split(',').every((entry) => isProxyEntry(entry.trim()))
 
+/** An http(s) origin written as browsers send it in `Origin`: scheme, host and port only. */
+function isOrigin (text: string): boolean {
+  try {
+    const url = new URL(text)
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text
+  } catch {
+    return false
+  }
+}
+
+const corsOriginList = (text: string) => text.split(',').map((entry) => entry.trim())
+const isCorsOrigins = (text: string) => text.trim() === '*' || corsOriginList(text).every(isOrigin)
+
 // Our own instance (env-schema's documented option) so that the first error, with its keyword,
 // is the one reported, and TRUST_PROXY is checked by the schema like every other variable.
 const ajv = new Ajv({
@@ -112,7 +129,7 @@ const ajv = new Ajv({
   removeAdditional: true,
   useDefaults: true,
   coerceTypes: true,
-  formats: { 'trust-proxy': isTrustProxy }
+  formats: { 'trust-proxy': isTrustProxy, 'cors-origins': isCorsOrigins }
 })
 
 /** What a valid value looks like, where ajv's own words ("must match pattern …") would not say. */
@@ -123,7 +140,13 @@ const describe: Record<string, (value: string) => string> = {
   PUBLIC_BASE_URL: () => 'must be an http(s) address without a trailing slash',
   TRUST_PROXY: (value) => /^\d+$/.test(value.trim())
     ? 'is a hop count, which is not accepted (a count cannot check who the proxy is): list the proxies\' addresses or CIDRs instead, e.g. TRUST_PROXY=10.0.0.0/8'
-    : `must be true, false, or a comma-separated list of the proxies' addresses, CIDRs or ${proxyRangeNames.join(', ')}`
+    : `must be true, false, or a comma-separated list of the proxies' addresses, CIDRs or ${proxyRangeNames.join(', ')}`,
+  CORS_ORIGINS: (value) => {
+    const entries = corsOriginList(value)
+    const bad = entries.find((entry) => !isOrigin(entry))
+    return 'must be * or a comma-separated list of origins such as https://app.example.com, written as browsers send them ' +
+      `(scheme, host and any non-default port; no path, no trailing slash)${entries.length > 1 && bad !== undefined ? `: ${JSON.stringify(bad)} is not one` : ''}`
+  }
 }
 
 /**
@@ -180,6 +203,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitBanAfter: v.RATE_LIMIT_BAN_AFTER,
     rateLimitBanSeconds: v.RATE_LIMIT_BAN_SECONDS,
     trustProxy: v.TRUST_PROXY === 'true' ? true : v.TRUST_PROXY === 'false' ? false : v.TRUST_PROXY,
-    bodyLimit: v.BODY_LIMIT
+    bodyLimit: v.BODY_LIMIT,
+    corsOrigins: v.CORS_ORIGINS === undefined ? undefined : v.CORS_ORIGINS.trim() === '*' ? '*' : corsOriginList(v.CORS_ORIGINS)
   }
 }

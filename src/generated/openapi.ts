@@ -169,6 +169,17 @@ export interface components {
         };
     };
     responses: {
+        /** @description The body is unchanged since the client got the entity tag it sent in `If-None-Match`; no body */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description A parameter or the body is malformed or invalid, or the query string has a parameter the operation does not declare */
         BadRequest: {
             headers: {
@@ -373,9 +384,13 @@ export interface components {
     parameters: {
         /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
         PetId: number;
+        /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+        IfNoneMatch: string;
     };
     requestBodies: never;
     headers: {
+        /** @description Strong entity tag of the response body: the SHA-256 of its bytes, so equal bodies have equal tags on every instance. A body sent in a content coding (`Content-Encoding: br` or `gzip`, for bodies of 1 KiB or more when `Accept-Encoding` allows, with `Vary: Accept-Encoding`) has a tag of its own, the same hash followed by `-br` or `-gzip`. Send it back in `If-None-Match` to get `304` while the body is unchanged. */
+        ETag: string;
         /** @description The request limit of the binding window (the window with the fewest requests left). */
         "X-RateLimit-Limit": number;
         /** @description Requests left in the binding window after this one; 0 when refused with 429. */
@@ -398,7 +413,10 @@ export interface operations {
     listInventory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -407,6 +425,7 @@ export interface operations {
             /** @description Every inventory entry, ordered by petId ascending */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -416,6 +435,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryItem"][];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
@@ -464,7 +484,10 @@ export interface operations {
     getPetById: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
                 petId: components["parameters"]["PetId"];
@@ -476,6 +499,7 @@ export interface operations {
             /** @description The pet */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -488,6 +512,7 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -500,7 +525,10 @@ export interface operations {
     listOrders: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -509,6 +537,7 @@ export interface operations {
             /** @description Every order, ordered by id ascending */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -518,6 +547,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"][];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];

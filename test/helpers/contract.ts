@@ -1,3 +1,4 @@
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import type { ValidateFunction } from 'ajv'
 import type { Response as InjectResponse } from 'light-my-request'
 import { createAjv } from '../../src/openapi/ajv.js'
@@ -45,23 +46,39 @@ function fail (what: string, res: InjectResponse, detail: string): never {
   throw new ContractError(`${what} → ${res.statusCode}: ${detail}\nbody: ${res.body.slice(0, 500)}`)
 }
 
+/** The body as text, decoded from its Content-Encoding (br and gzip are what the service sends). */
+function bodyText (what: string, res: InjectResponse): string {
+  const coding = res.headers['content-encoding']
+  try {
+    if (coding === 'br') return brotliDecompressSync(res.rawPayload).toString()
+    if (coding === 'gzip') return gunzipSync(res.rawPayload).toString()
+  } catch (error) {
+    fail(what, res, `the body does not decode as ${coding}: ${(error as Error).message}`)
+  }
+  if (coding !== undefined && coding !== 'identity') fail(what, res, `unexpected Content-Encoding ${String(coding)}`)
+  return res.body
+}
+
 export function checkResponse (method: string, url: string, res: InjectResponse): void {
   const what = `${method} ${url}`
   const path = url.split('?', 1)[0] ?? url
   const status = res.statusCode
+  // A 304 answers a conditional GET: headers only (RFC 9110 §15.4.5).
+  if (status === 304 && res.rawPayload.length > 0) fail(what, res, 'a 304 with a body')
+  const text = method === 'HEAD' ? '' : bodyText(what, res)
   let body: unknown
-  if (res.body.length > 0 && method !== 'HEAD') {
+  if (text.length > 0) {
     if (!String(res.headers['content-type']).startsWith('application/json') && path.startsWith(API_PREFIX)) {
       fail(what, res, `content-type is ${String(res.headers['content-type'])}, not application/json`)
     }
-    try { body = JSON.parse(res.body) } catch { body = undefined }
+    try { body = JSON.parse(text) } catch { body = undefined }
   }
 
   if (status >= 400 && method !== 'HEAD') {
     const validate = validatorFor(spec.components.schemas.Error!)
     if (!validate(body)) fail(what, res, `not the Error body: ${ajv.errorsText(validate.errors)}`)
     if ((body as { status: number }).status !== status) fail(what, res, 'Error.status differs from the HTTP status')
-    if (/at .+:\d+:\d+|\/work\/|node_modules/.test(res.body)) fail(what, res, 'the body leaks a stack trace or a file path')
+    if (/at .+:\d+:\d+|\/work\/|node_modules/.test(text)) fail(what, res, 'the body leaks a stack trace or a file path')
   }
   if (status === 401 && !String(res.headers['www-authenticate'] ?? '').startsWith('Bearer')) fail(what, res, 'a 401 without WWW-Authenticate: Bearer')
   if (status === 405 && res.headers.allow === undefined) fail(what, res, 'a 405 without an Allow header')
