@@ -2,12 +2,13 @@ import zlib, { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t, { type Test } from 'tap'
 import type { Response as InjectResponse } from 'light-my-request'
 import { COMPRESSION_THRESHOLD } from '../../src/plugins/external/compress.js'
+import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { buildTestApp } from '../helpers/app.js'
 
 /** An app whose list is large enough to be compressed: 200 synthetic pets, about 9 KB of JSON. */
 async function appWithList (t: Test) {
   const api = await buildTestApp(t, { env: { SEED: 'false' } })
-  await api.store.createSyntheticPets(200)
+  await addSyntheticPets(api.store, 200)
   return { api, headers: await api.authHeader('pro') }
 }
 

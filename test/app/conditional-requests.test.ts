@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
+import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 
 // Every GET operation of openapi.yaml (test/app/surface.test.ts holds the document to this list).
@@ -74,7 +75,7 @@ t.test('If-None-Match is read as RFC 9110 says: lists, W/ prefixes and * match; 
 
 t.test('a compressed body has a tag of its own, and a 304 answers the tag of the coding the request would get', async (t) => {
   const api = await buildTestApp(t, { env: { SEED: 'false' } })
-  await api.store.createSyntheticPets(100)
+  await addSyntheticPets(api.store, 100)
   const headers = await api.authHeader('pro')
   const get = (extra: Record<string, string> = {}) => api.request({ method: 'GET', url: '/v1/inventory', headers: { ...headers, ...extra } })
   const identity = String((await get()).headers.etag)
