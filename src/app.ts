@@ -83,7 +83,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
     redis: config.redisUrl === undefined ? undefined : { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: config.redisCommandTimeoutMs },
     now
   })
-  await fastify.register(swagger, { served })
+  await fastify.register(swagger, { served, persistAuthorization: config.docsPersistAuthorization })
 
   await fastify.register(errorHandling)
   await fastify.register(httpProtocol)
