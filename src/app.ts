@@ -11,6 +11,7 @@ import { type ApiDocument, documentForServing, loadDocument } from './openapi/do
 import { checkHandlers } from './openapi/operations.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
+import metrics from './plugins/app/metrics.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import storage from './plugins/app/storage.js'
 import bearerAuth from './plugins/external/bearer-auth.js'
@@ -87,6 +88,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
 
   await fastify.register(errorHandling)
   await fastify.register(httpProtocol)
+  await fastify.register(metrics, { enabled: config.metricsPort !== undefined })
   await fastify.register(storage, {
     databaseUrl: config.databaseUrl,
     storeOptions: { poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs },

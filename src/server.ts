@@ -55,6 +55,23 @@ async function main () {
         ? `${at}: HOST is not an address of this machine`
         : `cannot listen on ${at}: ${(error as Error).message}`)
   }
+  if (config.metricsPort !== undefined && server.metrics !== null) {
+    const at = `${config.metricsHost}:${config.metricsPort}`
+    try {
+      const address = await server.metrics.listen(config.metricsHost, config.metricsPort)
+      const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+      server.log.info({ metrics: `http://${host}:${address.port}/metrics` }, `metrics listening at http://${host}:${address.port}/metrics`)
+    } catch (error) {
+      server.log.error({ err: error }, 'metrics listen failed')
+      await server.close()
+      const code = (error as { code?: unknown }).code
+      startupFailed(code === 'EADDRINUSE'
+        ? `${at} (the metrics listener) is already in use: stop the other process or set METRICS_PORT (or METRICS_HOST)`
+        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
+          ? `${at}: METRICS_HOST is not an address of this machine`
+          : `cannot listen on ${at} for metrics: ${(error as Error).message}`)
+    }
+  }
   const docsUrl = `${config.publicBaseUrl}/docs`
   const demoKey = await ensureDemoKey(server.store, config)
   if (demoKey) {
