@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import type { HandlerMap } from './http/operation-types.js'
 import { formatValidationErrors } from './http/json-body.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
+import { loggerOptions } from './logger.js'
 import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
 import { checkHandlers } from './openapi/operations.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
@@ -40,7 +41,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
 /** The options Fastify is constructed with (src/server.ts, the test helper, the benchmarks). */
 export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
-    logger: { level: config.logLevel },
+    logger: loggerOptions(config),
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
