@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, defaultPublicBaseUrl, loadConfig } from './config.js'
 import { databaseFailure, ensureDemoKey } from './startup.js'
 
 /** One line on stderr saying what failed and what to check; the JSON log line carries the details. */
@@ -72,7 +72,11 @@ async function main () {
           : `cannot listen on ${at} for metrics: ${(error as Error).message}`)
     }
   }
-  const docsUrl = `${config.publicBaseUrl}/docs`
+  // PORT=0 (any free port) with no PUBLIC_BASE_URL: only now is the instance's address known.
+  const listened = config.port === 0 && config.publicBaseUrl === defaultPublicBaseUrl(config.host, 0)
+    ? defaultPublicBaseUrl(config.host, (server.server.address() as { port: number }).port)
+    : config.publicBaseUrl
+  const docsUrl = `${listened}/docs`
   const demoKey = await ensureDemoKey(server.store, config)
   if (demoKey) {
     server.log.info({ docs: docsUrl, demoApiKey: demoKey }, `Pet Store API ready. Docs: ${docsUrl} — demo API key (shown once): ${demoKey}`)

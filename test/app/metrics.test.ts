@@ -206,6 +206,8 @@ t.test('the server process: metrics start after the API listens, on METRICS_PORT
   const listening = messages.findIndex((m) => m.startsWith('Server listening at'))
   const metricsLine = messages.findIndex((m) => m === `metrics listening at http://127.0.0.1:${metricsPort}/metrics`)
   t.ok(listening >= 0 && metricsLine > listening, 'the metrics listener starts after the API listens, and says where')
+  t.equal(server.logs.find((l) => String(l.msg).startsWith('Pet Store API ready'))?.docs, `${server.baseUrl}/docs`,
+    'PORT=0 and no PUBLIC_BASE_URL: the ready line names the port the API got')
   const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
   t.equal(res.status, 200)
   t.match(await res.text(), /^# TYPE http_server_request_duration_seconds histogram$/m)
