@@ -43,10 +43,12 @@ function timedStore (store: Store, histogram: Histogram<'engine' | 'operation'>)
       if (wrapper === undefined) {
         const labels = { engine: target.engine, operation: String(property) }
         wrapper = (...args: unknown[]) => {
-          const end = histogram.startTimer(labels)
+          const start = performance.now()
           const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args)
-          if (result instanceof Promise) result.then(() => end(), () => end())
-          else end()
+          // Observed when the promise settles; the caller gets the store's own promise.
+          const done = () => { histogram.observe(labels, (performance.now() - start) / 1000) }
+          if (result instanceof Promise) result.then(done, done)
+          else done()
           return result
         }
         wrappers.set(property, wrapper)
