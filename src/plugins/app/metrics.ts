@@ -30,7 +30,7 @@ const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
 /** Requests the router matched to no route: one label, never the URL, so the series stay few. */
-export const UNKNOWN_ROUTE = 'unknown'
+const UNKNOWN_ROUTE = 'unknown'
 
 /** A proxy of the store whose methods each observe how long their promise took to settle. */
 function timedStore (store: Store, histogram: Histogram<'engine' | 'operation'>): Store {
