@@ -2,6 +2,7 @@
  * Logs: JSON lines, pretty-printed (pino-pretty) only for a terminal outside production.
  */
 import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
@@ -32,14 +33,20 @@ const SCRIPT = '/usr/bin/script'
 const noScript = existsSync(SCRIPT) ? false : `${SCRIPT} (util-linux) is missing: the terminal check did not run`
 
 t.test('the server in a terminal (script gives it a pseudo-terminal) prints readable lines', { skip: noScript }, async (t) => {
-  const command = `${JSON.stringify(process.execPath)} --import tsx ${JSON.stringify(join(projectRoot, 'src', 'server.ts'))}`
+  // exec: the server is script's own child, which script ends when it is sent SIGTERM.
+  const command = `exec ${JSON.stringify(process.execPath)} --import tsx ${JSON.stringify(join(projectRoot, 'src', 'server.ts'))}`
   const child = spawn(SCRIPT, ['-q', '-f', '-e', '-c', command, '/dev/null'], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATABASE_URL: `sqlite:${join(tempDir(t), 'tty.db')}` },
-    stdio: ['pipe', 'pipe', 'pipe'],
-    detached: true
+    stdio: ['pipe', 'pipe', 'pipe']
   })
-  t.teardown(() => { try { process.kill(-child.pid!, 'SIGKILL') } catch { /* already gone */ } })
+  // Not SIGKILL: script would die without ending the server, which runs in a session of its own.
+  const exited = once(child, 'exit')
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGTERM')
+    await exited
+  })
   let output = ''
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no "ready" line within 30 s:\n${output}`)), 30_000)
