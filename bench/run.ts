@@ -133,12 +133,12 @@ const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => 
 const all: ConfigId[] = ['bare', 'sqlite', 'postgres', 'express']
 const services: ConfigId[] = ['sqlite', 'postgres', 'express']
 // The small requests, where the limiter is a large part of the cost, also run with the limits
-// counted in Redis (what several instances share).
-const withRedis: ConfigId[] = ['bare', 'sqlite', 'redis', 'postgres', 'express']
+// counted in Redis (what several instances share), and with the Prometheus metrics kept.
+const withRedis: ConfigId[] = ['bare', 'sqlite', 'redis', 'metrics', 'postgres', 'express']
 // Workloads judged against bare GET / measure it again just before the service, in every round:
 // this VM's speed drifts by up to a third within minutes, and the round's own GET / ran minutes earlier.
 const withCeiling: ConfigId[] = ['ceiling', ...withRedis]
-const knownConfigs: ConfigId[] = ['ceiling', 'bare', 'sqlite', 'redis', 'postgres', 'express']
+const knownConfigs: ConfigId[] = ['ceiling', 'bare', 'sqlite', 'redis', 'metrics', 'postgres', 'express']
 
 const allWorkloads: Workload[] = [
   { id: 'root', title: 'GET / (ceiling)', connections: 50, size: undefined, configs: ['bare'], requests: [], barePath: '/' },
@@ -267,6 +267,12 @@ for (const size of sizes) {
     starts.push(startServer({ name: `redis-${size}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${size}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
+  if (needed('metrics', size)) {
+    // METRICS_PORT=0: a listener on a free port; nothing scrapes it, as between two scrapes.
+    const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('metrics')}`, METRICS_PORT: '0' }
+    starts.push(startServer({ name: `metrics-${size}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `metrics-${size}`) })
+      .then((s) => { servers.set(s.name, s) }))
+  }
   if (baselineDir !== undefined && needed('baseline', size)) {
     // The baseline runs from its own checkout, so it loads its own openapi.yaml and node_modules.
     starts.push(startServer({ name: `baseline-${size}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${size}`) })
@@ -315,7 +321,7 @@ for (const size of sizes) {
   }
   const reference = await get('sqlite')
   writeFileSync(join(payloadDir, `list-${size}`), reference!)
-  for (const config of ['redis', 'postgres', 'express', 'baseline'] as const) {
+  for (const config of ['redis', 'metrics', 'postgres', 'express', 'baseline'] as const) {
     const body = await get(config)
     if (body !== undefined && JSON.stringify(JSON.parse(body)) !== JSON.stringify(JSON.parse(reference!))) {
       note(`${config}-${size} sends a different list than sqlite-${size} (${body.length} vs ${reference!.length} bytes)`)

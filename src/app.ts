@@ -8,11 +8,13 @@ import { isNotImplemented } from './http/not-implemented.js'
 import type { HandlerMap } from './http/operation-types.js'
 import { formatValidationErrors } from './http/json-body.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
+import { loggerOptions } from './logger.js'
 import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
 import { checkHandlers } from './openapi/operations.js'
 import conditionalRequests from './plugins/app/conditional-requests.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
+import metrics from './plugins/app/metrics.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import storage from './plugins/app/storage.js'
 import bearerAuth from './plugins/external/bearer-auth.js'
@@ -43,7 +45,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
 /** The options Fastify is constructed with (src/server.ts, the test helper, the benchmarks). */
 export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
-    logger: { level: config.logLevel },
+    logger: loggerOptions(config),
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
@@ -92,13 +94,14 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
     redis: config.redisUrl === undefined ? undefined : { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: config.redisCommandTimeoutMs },
     now
   })
-  await fastify.register(swagger, { served })
+  await fastify.register(swagger, { served, persistAuthorization: config.docsPersistAuthorization })
 
   await fastify.register(errorHandling)
   await fastify.register(httpProtocol)
   // After the Host check, and at the root so that its hook answers preflights before /v1 authenticates.
   if (config.corsOrigins !== undefined) await fastify.register(cors, { origins: config.corsOrigins, document })
   await fastify.register(conditionalRequests)
+  await fastify.register(metrics, { enabled: config.metricsPort !== undefined })
   await fastify.register(storage, {
     databaseUrl: config.databaseUrl,
     storeOptions: { poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs },

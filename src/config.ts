@@ -27,6 +27,11 @@ export interface Config {
   bodyLimit: number
   /** Origins a browser page may call the API from (CORS); '*' for any; undefined: CORS is off. */
   corsOrigins: '*' | string[] | undefined
+  /** The metrics listener's port (GET /metrics); undefined: no listener and no metrics kept. */
+  metricsPort: number | undefined
+  metricsHost: string
+  /** Swagger UI keeps a key pasted into Authorize in the browser's storage. */
+  docsPersistAuthorization: boolean
 }
 
 export class ConfigError extends Error {
@@ -45,13 +50,16 @@ interface Env {
   REDIS_KEY_PREFIX: string
   REDIS_COMMAND_TIMEOUT_MS: number
   LOG_LEVEL: Config['logLevel']
-  PUBLIC_BASE_URL: string
+  PUBLIC_BASE_URL?: string
   SEED: 'true' | 'false'
   RATE_LIMIT_BAN_AFTER: number
   RATE_LIMIT_BAN_SECONDS: number
   TRUST_PROXY: string
   BODY_LIMIT: number
   CORS_ORIGINS?: string
+  METRICS_PORT?: number
+  METRICS_HOST: string
+  DOCS_PERSIST_AUTHORIZATION: 'true' | 'false'
 }
 
 const schema = {
@@ -67,13 +75,16 @@ const schema = {
     REDIS_KEY_PREFIX: { type: 'string', minLength: 1, maxLength: 200, default: 'petstore:ratelimit:' },
     REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 500 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
-    PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$', default: 'http://127.0.0.1:3000' },
+    PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$' },
     SEED: { type: 'string', enum: ['true', 'false'], default: 'true' },
     RATE_LIMIT_BAN_AFTER: { type: 'integer', minimum: 1, maximum: 1000000, default: 10 },
     RATE_LIMIT_BAN_SECONDS: { type: 'integer', minimum: 1, maximum: 31536000, default: 900 },
     TRUST_PROXY: { type: 'string', format: 'trust-proxy', default: 'false' },
     BODY_LIMIT: { type: 'integer', minimum: 64, maximum: 104857600, default: 16384 },
-    CORS_ORIGINS: { type: 'string', format: 'cors-origins' }
+    CORS_ORIGINS: { type: 'string', format: 'cors-origins' },
+    METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    METRICS_HOST: { type: 'string', pattern: '^\\S+$', default: '127.0.0.1' },
+    DOCS_PERSIST_AUTHORIZATION: { type: 'string', enum: ['true', 'false'], default: 'false' }
   }
 }
 
@@ -135,6 +146,7 @@ const ajv = new Ajv({
 /** What a valid value looks like, where ajv's own words ("must match pattern …") would not say. */
 const describe: Record<string, (value: string) => string> = {
   HOST: () => 'must be an address or host name without spaces',
+  METRICS_HOST: () => 'must be an address or host name without spaces',
   DATABASE_URL: () => 'must be sqlite:PATH or postgres://…',
   REDIS_URL: () => 'must be redis://… or rediss://…',
   PUBLIC_BASE_URL: () => 'must be an http(s) address without a trailing slash',
@@ -173,6 +185,16 @@ function explain (error: ErrorObject | undefined, env: Record<string, string>): 
   return `Invalid configuration: ${name} ${reason} (got ${JSON.stringify(shown)})`
 }
 
+/**
+ * PUBLIC_BASE_URL when it is not given: the address this instance listens on. A wildcard HOST
+ * (every interface) is reached from this machine at the loopback address; an IPv6 address needs
+ * its brackets in a URL.
+ */
+export function defaultPublicBaseUrl (host: string, port: number): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return `http://${isIP(reachable) === 6 ? `[${reachable}]` : reachable}:${port}`
+}
+
 /** Reads and validates the configuration; throws ConfigError with a one-line message. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable counts as unset, as shells and .env files commonly leave them.
@@ -187,6 +209,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   } catch (error) {
     throw new ConfigError(explain((error as { errors?: ErrorObject[] }).errors?.[0], given))
   }
+  if (v.METRICS_PORT !== undefined && v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT) {
+    throw new ConfigError(`Invalid configuration: METRICS_PORT must differ from PORT: metrics are never served on the API port (got ${JSON.stringify(given.METRICS_PORT)})`)
+  }
   return {
     nodeEnv: v.NODE_ENV,
     port: v.PORT,
@@ -198,12 +223,15 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     redisKeyPrefix: v.REDIS_KEY_PREFIX,
     redisCommandTimeoutMs: v.REDIS_COMMAND_TIMEOUT_MS,
     logLevel: v.LOG_LEVEL,
-    publicBaseUrl: v.PUBLIC_BASE_URL,
+    publicBaseUrl: v.PUBLIC_BASE_URL ?? defaultPublicBaseUrl(v.HOST, v.PORT),
     seed: v.SEED === 'true',
     rateLimitBanAfter: v.RATE_LIMIT_BAN_AFTER,
     rateLimitBanSeconds: v.RATE_LIMIT_BAN_SECONDS,
     trustProxy: v.TRUST_PROXY === 'true' ? true : v.TRUST_PROXY === 'false' ? false : v.TRUST_PROXY,
     bodyLimit: v.BODY_LIMIT,
-    corsOrigins: v.CORS_ORIGINS === undefined ? undefined : v.CORS_ORIGINS.trim() === '*' ? '*' : corsOriginList(v.CORS_ORIGINS)
+    corsOrigins: v.CORS_ORIGINS === undefined ? undefined : v.CORS_ORIGINS.trim() === '*' ? '*' : corsOriginList(v.CORS_ORIGINS),
+    metricsPort: v.METRICS_PORT,
+    metricsHost: v.METRICS_HOST,
+    docsPersistAuthorization: v.DOCS_PERSIST_AUTHORIZATION === 'true'
   }
 }

@@ -1,13 +1,14 @@
 /** Summaries, the targets of issue 5, and the table (stdout) and markdown (results.md) forms. */
 import type { LoadResult } from './load.js'
 
-export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'postgres' | 'express' | 'baseline'
+export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'metrics' | 'postgres' | 'express' | 'baseline'
 
 export const configTitles: Record<ConfigId, string> = {
   ceiling: 'bare Fastify GET /, just before',
   bare: 'bare Fastify',
   sqlite: 'service, SQLite',
   redis: 'service, SQLite, limits in Redis',
+  metrics: 'service, SQLite, metrics kept',
   postgres: 'service, PostgreSQL',
   express: 'Express peer, SQLite',
   baseline: 'baseline build, SQLite'
@@ -164,8 +165,8 @@ export interface Reference {
  * Figures that put the targets in perspective, measured in the same run: how close the service
  * comes to bare Fastify answering the same PATCH and GET pet requests from a Map (no auth, limits
  * or storage), how far that bare PATCH itself is from bare GET /, and the latency tail bare
- * Fastify shows on this machine under the same load; and what counting the limits in Redis
- * instead of in the process's memory costs.
+ * Fastify shows on this machine under the same load; what counting the limits in Redis
+ * instead of in the process's memory costs, and what keeping the Prometheus metrics costs.
  */
 export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres' = 'sqlite'): Reference[] {
   const refs: Reference[] = []
@@ -175,13 +176,16 @@ export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres'
   push(`PATCH, ${engine} / bare Fastify PATCH (from a Map)`, ratio(find(cells, 'patch', engine), barePatch))
   push(`GET pet, ${engine} / bare Fastify GET pet (from a Map)`, ratio(find(cells, 'get-pet', engine), find(cells, 'get-pet', 'bare')))
   if (engine === 'sqlite') {
-    for (const [workload, title] of [['list-100', 'GET list, 100'], ['patch', 'PATCH'], ['get-pet', 'GET pet']] as const) {
-      const redis = find(cells, workload, 'redis')
-      const memory = find(cells, workload, 'sqlite')
-      const r = ratio(redis, memory)
-      const added = perRound(redis, memory, (a, b) => a.cpuPerRequest - b.cpuPerRequest)
-      if (r !== undefined && added !== undefined) {
-        refs.push({ what: `${title}, sqlite: limits counted in Redis / in memory`, measured: `${x(r)} req/s; ${added >= 0 ? '+' : ''}${added.toFixed(0)} µs of server CPU per request` })
+    const variants = [['redis', 'limits counted in Redis / in memory'], ['metrics', 'metrics kept (METRICS_PORT set) / not']] as const
+    for (const [config, comparison] of variants) {
+      for (const [workload, title] of [['list-100', 'GET list, 100'], ['patch', 'PATCH'], ['get-pet', 'GET pet']] as const) {
+        const variant = find(cells, workload, config)
+        const plain = find(cells, workload, 'sqlite')
+        const r = ratio(variant, plain)
+        const added = perRound(variant, plain, (a, b) => a.cpuPerRequest - b.cpuPerRequest)
+        if (r !== undefined && added !== undefined) {
+          refs.push({ what: `${title}, sqlite: ${comparison}`, measured: `${x(r)} req/s; ${added >= 0 ? '+' : ''}${added.toFixed(1)} µs of server CPU per request` })
+        }
       }
     }
   }
