@@ -204,6 +204,10 @@ export const findPetsByStatus: OperationHandler<'findPetsByStatus'> = async (req
   t.not(typecheck.code, 0, 'tsc fails')
   const errors = errorsByFile(typecheck.stdout)
   t.same([...errors.keys()].sort(), Object.keys(wrong).sort(), 'every mistake is refused, and nothing else: the three handlers compile', { output: typecheck.stdout })
+  // Refused for the body or the status (TS2322, TS2345), not for a typo in the test's own code.
+  const reasons = [...errors.values()].flat().map((line) => /error (TS\d+)/.exec(line)![1])
+  t.same([...new Set(reasons)].filter((code) => code !== 'TS2322' && code !== 'TS2345'), [], 'each one as a type that does not match', { output: typecheck.stdout })
+  t.match(typecheck.stdout, /undeclared-status\.ts.*Argument of type '409' is not assignable to parameter of type '200 \| 201 \| 400/, 'an undeclared status is named as such')
   for (const file of Object.keys(wrong)) await shell(`rm ${file}`)
 
   server = await serve('implemented')
