@@ -100,21 +100,17 @@ export function checkResponse (method: string, url: string, res: InjectResponse)
   const onPath = operations.filter((o) => o.pattern.test(apiPath))
   let op = onPath.find((o) => o.method === method || (method === 'HEAD' && o.method === 'GET'))
   if (op === undefined && onPath.length > 0) {
-    // Another method on a documented path: its 405 (or an earlier refusal, such as a 401), as
-    // the path's operations declare it.
-    op = onPath[0]!
-    // A CORS preflight is the one success a method the path does not have may get.
+    // Another method on a documented path: its 405 is the one the path's operations declare.
+    // An earlier refusal (a 401, a 429) is no response of theirs: only the Error body applies.
+    // A CORS preflight is the one success such a method may get.
     const preflight = method === 'OPTIONS' && res.raw.req.headers['access-control-request-method'] !== undefined
-    if (status < 400) {
-      if (preflight) return
-      fail(what, res, `a success for ${method}, which ${op.path} does not have`)
-    }
-    if (status === 405) {
-      const methods = onPath.map((o) => o.method)
-      if (methods.includes('GET') && !methods.includes('HEAD')) methods.push('HEAD')
-      const allow = String(res.headers.allow).split(/,\s*/)
-      if (allow.length !== methods.length || methods.some((m) => !allow.includes(m))) fail(what, res, `Allow is ${String(res.headers.allow)}, not the methods of ${op.path}: ${methods.join(', ')}`)
-    }
+    if (status < 400 && !preflight) fail(what, res, `a success for ${method}, which ${onPath[0]!.path} does not have`)
+    if (status !== 405) return
+    op = onPath[0]!
+    const methods = onPath.map((o) => o.method)
+    if (methods.includes('GET') && !methods.includes('HEAD')) methods.push('HEAD')
+    const allow = String(res.headers.allow).split(/,\s*/)
+    if (allow.length !== methods.length || methods.some((m) => !allow.includes(m))) fail(what, res, `Allow is ${String(res.headers.allow)}, not the methods of ${op.path}: ${methods.join(', ')}`)
   }
   if (op === undefined) {
     // Unknown route: only the Error body applies (checked above).
