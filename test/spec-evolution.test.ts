@@ -11,7 +11,7 @@ import { type ServerProcess, startServer } from './helpers/server-process.js'
 // openapi.yaml, generated, type-checked as stubs, served (501, and 400 for malformed
 // parameters), implemented (the compiler refusing bodies sent with the wrong status), then one
 // renamed and one removed. Slow: it runs the compiler three times over the copy and starts the
-// server twice (3 min 15 s in all on a busy 2-core machine, of which 30 s per compiler run).
+// server twice: 2 to 3 minutes on a busy 2-core machine, 20 to 35 s of it per compiler run.
 
 // More than the 300 s of .taprc, for a machine busier still.
 t.setTimeout(600_000)
