@@ -18,14 +18,14 @@
  *   commandstats is server-wide: when the scripts it counts differ from the ones sent, another
  *   client used the server meanwhile and the executed figures are marked.
  * - Bytes: the response as it leaves the socket (status line, headers, body), and the request as
- *   sent here (request line, Host, Authorization, and for PATCH its body).
+ *   sent here (request line, Host, Authorization, and for PATCH its body); for the GETs, also the
+ *   response to the same request accepting gzip, br, and with If-None-Match its ETag (a 304).
  */
 import { request as httpRequest, Agent, type IncomingMessage } from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib'
 import Fastify from 'fastify'
 import { Redis } from 'ioredis'
 import pg from 'pg'
@@ -85,6 +85,12 @@ Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<typeof 
   return redisSend.apply(this, args)
 }
 
+/** This script's own PostgreSQL connection: the cluster's snapshot, which only writes change. */
+let snapshotClient: pg.Client | undefined
+const clusterSnapshot = async () => snapshotClient === undefined
+  ? undefined
+  : (await snapshotClient.query<{ s: string }>('SELECT pg_current_snapshot()::text AS s')).rows[0]!.s
+
 async function commandStats (): Promise<Map<string, number>> {
   const text = await infoClient!.info('commandstats')
   const stats = new Map<string, number>()
@@ -113,14 +119,16 @@ interface Sent {
 
 interface Exchange {
   status: number
+  etag: string | undefined
   requestBytes: number
   responseBytes: number
+  /** As received, still encoded when the response was compressed. */
   body: Buffer
 }
 
-function send (agent: Agent, port: number, secret: string, sent: Sent): Promise<Exchange> {
+function send (agent: Agent, port: number, secret: string, sent: Sent, extra: Record<string, string> = {}): Promise<Exchange> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${secret}` }
+    const headers: Record<string, string> = { authorization: `Bearer ${secret}`, ...extra }
     if (sent.body !== undefined) {
       headers['content-type'] = 'application/json'
       headers['content-length'] = String(Buffer.byteLength(sent.body))
@@ -134,7 +142,8 @@ function send (agent: Agent, port: number, secret: string, sent: Sent): Promise<
         // less where they stood before it, are exactly this exchange.
         const before = readAt.get(socket) ?? { read: 0, written: 0 }
         readAt.set(socket, { read: socket.bytesRead, written: socket.bytesWritten })
-        resolve({ status: res.statusCode ?? 0, requestBytes: socket.bytesWritten - before.written, responseBytes: socket.bytesRead - before.read, body: Buffer.concat(chunks) })
+        const etag = res.headers.etag
+        resolve({ status: res.statusCode ?? 0, etag, requestBytes: socket.bytesWritten - before.written, responseBytes: socket.bytesRead - before.read, body: Buffer.concat(chunks) })
       })
       res.on('error', reject)
     })
@@ -175,20 +184,22 @@ interface Row {
   redisExecuted: Map<string, number> | undefined
   /** Another client used Redis meanwhile: the executed counts include its commands. */
   redisShared: boolean
+  /** Another session wrote to the PostgreSQL cluster meanwhile (only known for rows that do not write). */
+  othersWrote: boolean
   requestBytes: number
   responseBytes: number
   bodyBytes: number
-  /** The last GET's body compressed as a server would: gzip level 6, brotli quality 4 (zlib's and @fastify/compress's defaults). */
-  gzipBytes: number | undefined
-  brotliBytes: number | undefined
+  /** The GET once more as a client accepting gzip, then br, would get it, and with If-None-Match its ETag: response bytes. */
+  variants: { gzip: number, br: number, notModified: number | undefined } | undefined
 }
 
 async function measure (agent: Agent, port: number, secret: string, size: number, operation: Operation, repetitions: number): Promise<Row> {
   for (let i = 0; i < WARM_UP; i++) for (const sent of operation.requests(i)) await send(agent, port, secret, sent)
   const statsBefore = infoClient === undefined ? undefined : await commandStats()
+  const clusterBefore = await clusterSnapshot()
   const pgBefore = new Map(pgSent)
   const redisBefore = new Map(redisSent)
-  const row: Row = { size, operation, repetitions, statuses: new Set(), pg: new Map(), redisSent: new Map(), redisExecuted: undefined, redisShared: false, requestBytes: 0, responseBytes: 0, bodyBytes: 0, gzipBytes: undefined, brotliBytes: undefined }
+  const row: Row = { size, operation, repetitions, statuses: new Set(), pg: new Map(), redisSent: new Map(), redisExecuted: undefined, redisShared: false, othersWrote: false, requestBytes: 0, responseBytes: 0, bodyBytes: 0, variants: undefined }
   for (let i = WARM_UP; i < WARM_UP + repetitions; i++) {
     for (const sent of operation.requests(i)) {
       const exchange = await send(agent, port, secret, sent)
@@ -196,19 +207,26 @@ async function measure (agent: Agent, port: number, secret: string, size: number
       row.requestBytes += exchange.requestBytes
       row.responseBytes += exchange.responseBytes
       row.bodyBytes += exchange.body.length
-      if (sent.method === 'GET' && i === WARM_UP + repetitions - 1) {
-        row.gzipBytes = gzipSync(exchange.body, { level: 6 }).length
-        row.brotliBytes = brotliCompressSync(exchange.body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 4, [zlib.BROTLI_PARAM_SIZE_HINT]: exchange.body.length } }).length
-      }
     }
   }
   row.pg = delta(pgSent, pgBefore)
+  const readOnly = operation.requests(0).every((sent) => sent.method === 'GET')
+  row.othersWrote = readOnly && clusterBefore !== await clusterSnapshot()
   row.redisSent = delta(redisSent, redisBefore)
   if (statsBefore !== undefined) {
     // INFO itself is this script's; the service sends none.
     row.redisExecuted = delta(await commandStats(), statsBefore, ['info'])
     const scripts = (m: Map<string, number>) => (m.get('evalsha') ?? 0) + (m.get('eval') ?? 0)
     row.redisShared = scripts(row.redisExecuted) !== scripts(row.redisSent)
+  }
+  // After the counting: the last request again, compressed, then conditional.
+  const last = operation.requests(WARM_UP + repetitions - 1).at(-1)!
+  if (last.method === 'GET') {
+    const gzip = await send(agent, port, secret, last, { 'accept-encoding': 'gzip' })
+    const br = await send(agent, port, secret, last, { 'accept-encoding': 'br' })
+    const again = br.etag === undefined ? undefined : await send(agent, port, secret, last, { 'accept-encoding': 'br', 'if-none-match': br.etag })
+    for (const e of [gzip, br]) row.statuses.add(e.status)
+    row.variants = { gzip: gzip.responseBytes, br: br.responseBytes, notModified: again?.status === 304 ? again.responseBytes : undefined }
   }
   return row
 }
@@ -228,6 +246,10 @@ const rows: Row[] = []
 if (redisSkipped === undefined) {
   infoClient = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0 })
   await infoClient.connect()
+}
+if (pgSkipped === undefined) {
+  snapshotClient = new pg.Client({ connectionString: adminPgUrl })
+  await snapshotClient.connect()
 }
 
 try {
@@ -267,6 +289,7 @@ try {
   }
 } finally {
   infoClient?.disconnect()
+  await snapshotClient?.end()
   for (const name of databases) await dropPostgresDatabase(adminPgUrl, name).catch((e: Error) => console.error(`could not drop ${name}: ${e.message}`))
   if (redisSkipped === undefined) await deleteRedisKeys(redisUrl, redisPrefix).catch((e: Error) => console.error(`could not delete ${redisPrefix}*: ${e.message}`))
   rmSync(scratch, { recursive: true, force: true })
@@ -279,12 +302,16 @@ const breakdown = (counts: Map<string, number>, row: Row) =>
   counts.size === 0 ? '—' : [...counts].sort((a, b) => b[1] - a[1]).map(([name, n]) => `${perRequest(n, row)} ${name}`).join(', ')
 const bytes = (n: number, row: Row) => Math.round(n / row.repetitions).toLocaleString('en')
 
-// Every request of a row should send the same statements; when some did not, say which and why.
+// Reads whose statements other sessions' writes can change (the list is cached under
+// pg_current_snapshot(), which any write anywhere in the cluster moves on), and rows whose
+// requests did not all send the same statements.
 for (const row of rows) {
+  const where = `${row.operation.title}, ${row.size.toLocaleString('en')} entries`
+  if (row.othersWrote) {
+    notes.push(`${where}: other sessions wrote to the PostgreSQL cluster meanwhile, which changes pg_current_snapshot(): a list re-read counted here would not happen on a cluster of its own`)
+  }
   const uneven = [...row.pg].filter(([, n]) => n % row.repetitions !== 0).map(([name, n]) => `${perRequest(n, row)} ${name}`)
-  if (uneven.length === 0) continue
-  notes.push(`${row.operation.title}, ${row.size.toLocaleString('en')} entries: not every request sent the same statements (${uneven.join(', ')} per request).` +
-    (row.operation.id === 'list' ? ' The list is cached under pg_current_snapshot(), which any write anywhere in the PostgreSQL cluster changes: other sessions wrote meanwhile, and on a cluster of its own the figure is the whole number.' : ''))
+  if (uneven.length > 0) notes.push(`${where}: not every request sent the same statements (${uneven.join(', ')} per request)`)
 }
 
 const statusText = (row: Row) => [...row.statuses].sort().join('/')
@@ -307,12 +334,13 @@ ${rows.filter((r) => r.size === SIZES[0]).map((r) => `| ${r.operation.title} | $
 
 ## By dataset size
 
-Bytes are per request (per pair for "PATCH, then GET list"); the GET's body compressed (gzip level 6,
-brotli quality 4) shows what compression would send instead.
+Bytes are per request (per pair for "PATCH, then GET list"), sent without Accept-Encoding. The
+last GET was then sent again with \`Accept-Encoding: gzip\`, with \`br\`, and with \`br\` and
+\`If-None-Match\` its ETag: the response bytes (headers included) of each, and whether it was a 304.
 
-| operation | entries | PostgreSQL statements | Redis commands sent | response bytes | of which body | GET body, gzip | GET body, brotli |
-|---|---:|---:|---:|---:|---:|---:|---:|
-${rows.filter((r) => r.operation.bySize === true).sort((a, b) => a.operation.id.localeCompare(b.operation.id) || a.size - b.size).map((r) => `| ${r.operation.title} | ${r.size.toLocaleString('en')} | ${pgSkipped === undefined ? perRequest(total(r.pg), r) : 'n/a'} | ${redisSkipped === undefined ? perRequest(total(r.redisSent), r) : 'n/a'} | ${bytes(r.responseBytes, r)} | ${bytes(r.bodyBytes, r)} | ${r.gzipBytes?.toLocaleString('en') ?? '—'} | ${r.brotliBytes?.toLocaleString('en') ?? '—'} |`).join('\n')}
+| operation | entries | PostgreSQL statements | Redis commands sent | response bytes | of which body | GET, gzip | GET, br | GET, br, If-None-Match (304) |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|
+${rows.filter((r) => r.operation.bySize === true).sort((a, b) => a.operation.id.localeCompare(b.operation.id) || a.size - b.size).map((r) => `| ${r.operation.title} | ${r.size.toLocaleString('en')} | ${pgSkipped === undefined ? perRequest(total(r.pg), r) : 'n/a'} | ${redisSkipped === undefined ? perRequest(total(r.redisSent), r) : 'n/a'} | ${bytes(r.responseBytes, r)} | ${bytes(r.bodyBytes, r)} | ${r.variants?.gzip.toLocaleString('en') ?? '—'} | ${r.variants?.br.toLocaleString('en') ?? '—'} | ${r.variants?.notModified?.toLocaleString('en') ?? 'no 304'} |`).join('\n')}
 ${notes.length > 0 ? '\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''}`)
 if (anyBadStatus) {
   console.error('bench/counts.ts: some requests were not answered 2xx (see the status column): the counts are not those of a served request')
