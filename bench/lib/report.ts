@@ -1,7 +1,7 @@
 /** Summaries, the targets of issue 5, and the table (stdout) and markdown (results.md) forms. */
 import type { LoadResult } from './load.js'
 
-export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'metrics' | 'postgres' | 'express' | 'baseline'
+export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'metrics' | 'postgres' | 'express' | 'baseline' | 'pg-redis' | 'nginx'
 
 export const configTitles: Record<ConfigId, string> = {
   ceiling: 'bare Fastify GET /, just before',
@@ -11,7 +11,9 @@ export const configTitles: Record<ConfigId, string> = {
   metrics: 'service, SQLite, metrics kept',
   postgres: 'service, PostgreSQL',
   express: 'Express peer, SQLite',
-  baseline: 'baseline build, SQLite'
+  baseline: 'baseline build, SQLite',
+  'pg-redis': 'service, PostgreSQL, limits in Redis',
+  nginx: '2 × service behind nginx, PostgreSQL, limits in Redis'
 }
 
 /** Bare Fastify configurations: the ceiling measured next to a workload, and bare Fastify itself. */
@@ -24,8 +26,10 @@ export interface Sample extends LoadResult {
   peakRss: number | undefined
   /** Share of one core the server used. */
   serverCpu: number
-  /** Server CPU time per completed request, microseconds: steadier than req/s on a busy machine. */
+  /** Server CPU time per completed request, microseconds: steadier than req/s on a busy machine. With several instances, the sum of theirs. */
   cpuPerRequest: number
+  /** nginx's CPU time per request, microseconds, when it stands in front of the instances. */
+  proxyCpuPerRequest?: number
   /** Cores busy with anything other than the server and the load generator. */
   otherCpu: number
 }
@@ -175,6 +179,16 @@ export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres'
   push(`bare Fastify PATCH (from a Map) / bare Fastify GET /${ceilingNote(cells, 'patch')}`, ratio(barePatch, ceilingFor(cells, 'patch')))
   push(`PATCH, ${engine} / bare Fastify PATCH (from a Map)`, ratio(find(cells, 'patch', engine), barePatch))
   push(`GET pet, ${engine} / bare Fastify GET pet (from a Map)`, ratio(find(cells, 'get-pet', engine), find(cells, 'get-pet', 'bare')))
+  // Scale-out: does an instance cost the same per request when another shares its database?
+  const two = find(cells, 'scale-out', 'nginx')
+  const one = find(cells, 'scale-out', 'pg-redis')
+  const cpuRatio = perRound(two, one, (a, b) => a.cpuPerRequest / b.cpuPerRequest)
+  if (two !== undefined && one !== undefined && cpuRatio !== undefined) {
+    refs.push({
+      what: 'scale-out mix, PostgreSQL + Redis: server CPU per request, 2 instances behind nginx (both instances\' CPU / requests) / 1 instance directly',
+      measured: `${x(cpuRatio)} (${summarize(two).cpuPerRequest.toFixed(0)} vs ${summarize(one).cpuPerRequest.toFixed(0)} µs); nginx itself ${median(two.samples.map((s) => s.proxyCpuPerRequest ?? NaN)).toFixed(0)} µs per request`
+    })
+  }
   if (engine === 'sqlite') {
     const variants = [['redis', 'limits counted in Redis / in memory'], ['metrics', 'metrics kept (METRICS_PORT set) / not']] as const
     for (const [config, comparison] of variants) {
