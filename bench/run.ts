@@ -26,7 +26,8 @@ import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from 
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
 import { type Cell, type ConfigId, configTitles, evaluateReferences, isBare, evaluateTargets, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
 import { summarizeProfile } from './lib/profile.js'
-import { type ServerHandle, startServer, waitIdle } from './lib/servers.js'
+import { nginxBinary, type ProxyHandle, startNginx } from './lib/nginx.js'
+import { freePort, type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
 /** Fails with one line on stderr (a usage error, not a crash). */
 function usageError (message: string): never {
@@ -114,6 +115,8 @@ interface Workload {
   requests: RequestTemplate[]
   /** What bare Fastify is asked instead, for the ceiling of the same workload; absent: the same requests. */
   barePath?: string
+  /** Headers the service is sent besides the key (Accept-Encoding for the compressed lists). */
+  headers?: Record<string, string>
 }
 
 const listRequest: RequestTemplate[] = [{ method: 'GET', path: '/v1/inventory' }]
@@ -125,16 +128,24 @@ const patchRequests: RequestTemplate[] = Array.from({ length: 1000 }, (_, i) => 
 // Nine lists to one write: the list is rebuilt after every write, so this shows a list that is
 // not served from the store's cached text.
 const listWithWritesRequests: RequestTemplate[] = patchRequests.slice(0, 100).flatMap((patch) => [...Array<RequestTemplate>(9).fill(listRequest[0]!), patch])
+const gzip = { 'accept-encoding': 'gzip' }
+const br = { 'accept-encoding': 'br' }
 const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => ({ method: 'GET', path: `/v1/pets/${i + 1}` }))
 const all: ConfigId[] = ['bare', 'sqlite', 'postgres', 'express']
 const services: ConfigId[] = ['sqlite', 'postgres', 'express']
 // The small requests, where the limiter is a large part of the cost, also run with the limits
-// counted in Redis (what several instances share).
-const withRedis: ConfigId[] = ['bare', 'sqlite', 'redis', 'postgres', 'express']
+// counted in Redis (what several instances share), and with the Prometheus metrics kept.
+const withRedis: ConfigId[] = ['bare', 'sqlite', 'redis', 'metrics', 'postgres', 'express']
 // Workloads judged against bare GET / measure it again just before the service, in every round:
 // this VM's speed drifts by up to a third within minutes, and the round's own GET / ran minutes earlier.
 const withCeiling: ConfigId[] = ['ceiling', ...withRedis]
-const knownConfigs: ConfigId[] = ['ceiling', 'bare', 'sqlite', 'redis', 'postgres', 'express']
+const knownConfigs: ConfigId[] = ['ceiling', 'bare', 'sqlite', 'redis', 'metrics', 'postgres', 'express', 'pg-redis', 'nginx']
+// Scale-out: one instance on PostgreSQL with its limits in Redis, against two such instances
+// sharing the database and Redis behind nginx, under a mix with writes (each instance's caches
+// then see the other's writes).
+const scaleOut: ConfigId[] = ['pg-redis', 'nginx']
+const scaleOutRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => i % 10).flatMap((slot, i) =>
+  slot < 4 ? [listRequest[0]!] : slot < 8 ? [getPetRequests[i % 100]!] : slot === 8 ? [{ method: 'GET', path: '/v1/store/orders' }] : [patchRequests[i]!])
 
 const allWorkloads: Workload[] = [
   { id: 'root', title: 'GET / (ceiling)', connections: 50, size: undefined, configs: ['bare'], requests: [], barePath: '/' },
@@ -143,9 +154,21 @@ const allWorkloads: Workload[] = [
   { id: 'list-100k', title: 'GET list, 100,000', connections: 10, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-100k-1c', title: 'GET list, 100,000, 1 conn', connections: 1, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-10k-writes', title: 'GET list, 10,000, 1 write in 10', connections: 50, size: 10_000, configs: services, requests: listWithWritesRequests },
+  // Compressed lists (issue 14): the same requests with Accept-Encoding; the service keeps each
+  // encoding with the list it was made from, so only the request after a write compresses.
+  { id: 'list-10k-gzip', title: 'GET list, 10,000, gzip', connections: 50, size: 10_000, configs: ['sqlite'], requests: listRequest, headers: gzip },
+  { id: 'list-10k-br', title: 'GET list, 10,000, br', connections: 50, size: 10_000, configs: ['sqlite'], requests: listRequest, headers: br },
+  { id: 'list-100k-gzip', title: 'GET list, 100,000, gzip', connections: 10, size: 100_000, configs: ['sqlite'], requests: listRequest, headers: gzip },
+  { id: 'list-100k-br', title: 'GET list, 100,000, br', connections: 10, size: 100_000, configs: ['sqlite'], requests: listRequest, headers: br },
+  { id: 'list-10k-writes-gzip', title: 'GET list, 10,000, 1 write in 10, gzip', connections: 50, size: 10_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: gzip },
+  { id: 'list-10k-writes-br', title: 'GET list, 10,000, 1 write in 10, br', connections: 50, size: 10_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: br },
+  { id: 'list-100k-writes', title: 'GET list, 100,000, 1 write in 10', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests },
+  { id: 'list-100k-writes-gzip', title: 'GET list, 100,000, 1 write in 10, gzip', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: gzip },
+  { id: 'list-100k-writes-br', title: 'GET list, 100,000, 1 write in 10, br', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: br },
   // Bare Fastify answers these two from a Map (bench/servers/bare.ts): their ceiling without auth, limits or storage.
   { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: withCeiling, requests: patchRequests },
-  { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: withRedis, requests: getPetRequests }
+  { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: withRedis, requests: getPetRequests },
+  { id: 'scale-out', title: 'mix: 4 list 100, 4 pet, 1 orders, 1 PATCH', connections: 50, size: 100, configs: scaleOut, requests: scaleOutRequests }
 ]
 // What --baseline compares unless --only names others.
 const abWorkloads = ['list-100', 'patch', 'get-pet']
@@ -165,15 +188,20 @@ if (twoCores) pinSelf(1)
 
 const scratch = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
 const servers = new Map<string, ServerHandle>()
+/** nginx in front of the instances of a configuration, by `${config}-${size}`. */
+const proxies = new Map<string, ProxyHandle>()
+/** The instances behind each proxy (also in `servers`, which stops them). */
+const instanceGroups = new Map<string, ServerHandle[]>()
 const pgDatabases: string[] = []
 let cleaned = false
 
 async function cleanup () {
   if (cleaned) return
   cleaned = true
+  await Promise.all([...proxies.values()].map((p) => p.stop().catch(() => {})))
   await Promise.all([...servers.values()].map((s) => s.stop().catch(() => {})))
   for (const name of pgDatabases) await dropPostgresDatabase(adminPgUrl, name).catch((e: Error) => console.error(`could not drop ${name}: ${e.message}`))
-  if ([...servers.keys()].some((name) => name.startsWith('redis-'))) {
+  if ([...servers.keys()].some((name) => /^(redis|pg-redis|nginx)-/.test(name))) {
     await deleteRedisKeys(redisUrl, redisPrefix).catch((e: Error) => console.error(`could not delete the Redis keys ${redisPrefix}*: ${e.message}`))
   }
   rmSync(scratch, { recursive: true, force: true })
@@ -191,21 +219,28 @@ const workloads = allWorkloads
   .map((w) => ({ ...w, configs: (baselineDir !== undefined && w.configs.includes('sqlite') ? [...w.configs, 'baseline' as const] : w.configs).filter((c) => onlyConfigs === undefined || onlyConfigs.includes(c)) }))
   .filter((w) => w.configs.length > 0)
 
+const withPostgres: ConfigId[] = ['postgres', ...scaleOut]
+const withRedisCounters: ConfigId[] = ['redis', ...scaleOut]
 let postgresSkipped: string | undefined
-if (workloads.some((w) => w.configs.includes('postgres'))) {
+if (workloads.some((w) => w.configs.some((c) => withPostgres.includes(c)))) {
   postgresSkipped = await postgresUnavailable(adminPgUrl)
   if (postgresSkipped !== undefined) {
     note(`PostgreSQL skipped: ${postgresSkipped}`)
-    for (const w of workloads) w.configs = w.configs.filter((c) => c !== 'postgres')
+    for (const w of workloads) w.configs = w.configs.filter((c) => !withPostgres.includes(c))
   }
 }
 let redisSkipped: string | undefined
-if (workloads.some((w) => w.configs.includes('redis'))) {
+if (workloads.some((w) => w.configs.some((c) => withRedisCounters.includes(c)))) {
   redisSkipped = await redisUnavailable(redisUrl)
   if (redisSkipped !== undefined) {
     note(`limits in Redis skipped: ${redisSkipped}`)
-    for (const w of workloads) w.configs = w.configs.filter((c) => c !== 'redis')
+    for (const w of workloads) w.configs = w.configs.filter((c) => !withRedisCounters.includes(c))
   }
+}
+const nginx = nginxBinary()
+if (nginx === undefined && workloads.some((w) => w.configs.includes('nginx'))) {
+  note(`two instances behind nginx skipped: ${process.env.BENCH_NGINX ? `BENCH_NGINX=${process.env.BENCH_NGINX} does not exist` : 'nginx is not installed (apt-get install nginx)'}`)
+  for (const w of workloads) w.configs = w.configs.filter((c) => c !== 'nginx')
 }
 
 const sizes = [...new Set(workloads.filter((w) => w.size !== undefined && w.configs.some((c) => !isBare(c))).map((w) => w.size!))]
@@ -252,6 +287,12 @@ for (const size of sizes) {
     starts.push(startServer({ name: `redis-${size}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${size}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
+  if (needed('metrics', size)) {
+    // METRICS_PORT=0: a listener on a free port; nothing scrapes it, as between two scrapes.
+    const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('metrics')}`, METRICS_PORT: '0' }
+    starts.push(startServer({ name: `metrics-${size}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `metrics-${size}`) })
+      .then((s) => { servers.set(s.name, s) }))
+  }
   if (baselineDir !== undefined && needed('baseline', size)) {
     // The baseline runs from its own checkout, so it loads its own openapi.yaml and node_modules.
     starts.push(startServer({ name: `baseline-${size}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${size}`) })
@@ -270,6 +311,35 @@ for (const size of sizes) {
     starts.push(startServer({ name: `postgres-${size}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${size}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
+  // Scale-out: each configuration on a database of its own; the two instances behind nginx share
+  // theirs, and both configurations count their limits in Redis.
+  for (const config of scaleOut) {
+    if (!needed(config, size)) continue
+    const name = `petstore_bench_${process.pid}_${size}_${config.replace('-', '_')}`
+    const url = await createPostgresDatabase(adminPgUrl, name)
+    pgDatabases.push(name)
+    keys.set(`${config}-${size}`, await seedDatabase(url, size))
+    const env = { ...serviceEnv, DATABASE_URL: url, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }
+    const start = (instance: string, extra: Record<string, string> = {}) =>
+      startServer({ name: instance, entry: serviceEntry, env: { ...env, ...extra }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, instance) })
+        .then((s) => { servers.set(s.name, s); return s })
+    if (config === 'pg-redis') {
+      starts.push(start(`pg-redis-${size}`).then(() => {}))
+      continue
+    }
+    // Both instances on the servers' core, as the one instance is; nginx on the generator's.
+    starts.push(Promise.all([`nginx-a-${size}`, `nginx-b-${size}`].map((instance) => start(instance, { TRUST_PROXY: 'loopback' })))
+      .then(async (instances) => {
+        instanceGroups.set(`nginx-${size}`, instances)
+        proxies.set(`nginx-${size}`, await startNginx({
+          binary: nginx!,
+          dir: join(scratch, `nginx-${size}`),
+          port: await freePort(),
+          upstreams: instances.map((s) => new URL(s.baseUrl).host),
+          core: generatorCore
+        }))
+      }))
+  }
 }
 // Every start settles first, so that the clean-up stops the servers that did start.
 const failedStart = (await Promise.allSettled(starts)).find((r) => r.status === 'rejected')
@@ -286,9 +356,9 @@ let limiterSeen: boolean | undefined
 const withoutLimiter = new Set<string>()
 for (const size of sizes) {
   const get = async (config: ConfigId) => {
-    const server = servers.get(`${config}-${size}`)
-    if (server === undefined) return undefined
-    const res = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${keys.get(`${config}-${size}`)}` } })
+    const baseUrl = (proxies.get(`${config}-${size}`) ?? servers.get(`${config}-${size}`))?.baseUrl
+    if (baseUrl === undefined) return undefined
+    const res = await fetch(`${baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${keys.get(`${config}-${size}`)}` } })
     const body = await res.text()
     if (res.status !== 200) {
       await cleanup()
@@ -300,7 +370,7 @@ for (const size of sizes) {
   }
   const reference = await get('sqlite')
   writeFileSync(join(payloadDir, `list-${size}`), reference!)
-  for (const config of ['redis', 'postgres', 'express', 'baseline'] as const) {
+  for (const config of ['redis', 'metrics', 'postgres', 'express', 'baseline', ...scaleOut] as const) {
     const body = await get(config)
     if (body !== undefined && JSON.stringify(JSON.parse(body)) !== JSON.stringify(JSON.parse(reference!))) {
       note(`${config}-${size} sends a different list than sqlite-${size} (${body.length} vs ${reference!.length} bytes)`)
@@ -319,29 +389,40 @@ if (needed('bare') || needed('ceiling')) {
 
 // ---- Measurement ----------------------------------------------------------------------------
 
-const serverFor = (w: Workload, config: ConfigId) => servers.get(isBare(config) ? 'bare' : `${config}-${w.size ?? 100}`)!
+/** Where a configuration's load goes, and the processes whose CPU time is the service's (and the proxy's). */
+function targetFor (w: Workload, config: ConfigId) {
+  const name = isBare(config) ? 'bare' : `${config}-${w.size ?? 100}`
+  const proxy = proxies.get(name)
+  const instances = instanceGroups.get(name) ?? [servers.get(name)!]
+  return { baseUrl: proxy?.baseUrl ?? instances[0]!.baseUrl, pids: instances.map((s) => s.pid), proxy }
+}
+const sum = (values: (number | undefined)[]) => values.reduce<number>((a, b) => a + (b ?? 0), 0)
 
 async function measure (w: Workload, config: ConfigId, seconds: number, round: number) {
-  const server = serverFor(w, config)
+  const target = targetFor(w, config)
   const requests: RequestTemplate[] = config === 'ceiling'
     ? [{ method: 'GET', path: '/' }]
     : config === 'bare' && w.barePath !== undefined ? [{ method: 'GET', path: w.barePath }] : w.requests
-  const headers: Record<string, string> = isBare(config) ? {} : { authorization: `Bearer ${keys.get(`${config}-${w.size ?? 100}`)}` }
+  const headers: Record<string, string> = isBare(config) ? {} : { authorization: `Bearer ${keys.get(`${config}-${w.size ?? 100}`)}`, ...w.headers }
   if (requests.some((r) => r.body !== undefined)) headers['content-type'] = 'application/json'
 
-  await waitIdle(server.pid)
+  for (const pid of target.pids) await waitIdle(pid)
   // Full runs also wait for the rest of the machine (a quick run has no time to spare).
   if (!quick) {
     const busy = await waitMachineQuiet(0.15, 20_000)
     if (busy >= 0.15) noisyStarts++
   }
-  const resettable = resetPeakRss(server.pid)
-  let polledPeak = rssBytes(server.pid) ?? 0
-  const poller = setInterval(() => { polledPeak = Math.max(polledPeak, rssBytes(server.pid) ?? 0) }, 100)
-  const cpuBefore = cpuSeconds(server.pid) ?? 0
+  // With several instances: the peak RSS of the largest, the CPU time of all.
+  const resettable = target.pids.map((pid) => resetPeakRss(pid)).every(Boolean)
+  const largestRss = () => Math.max(...target.pids.map((pid) => rssBytes(pid) ?? 0))
+  let polledPeak = largestRss()
+  const poller = setInterval(() => { polledPeak = Math.max(polledPeak, largestRss()) }, 100)
+  const cpuBefore = target.pids.map((pid) => cpuSeconds(pid) ?? 0)
+  const proxyPids = target.proxy?.pids() ?? []
+  const proxyCpuBefore = sum(proxyPids.map(cpuSeconds))
   const machineBefore = machineJiffies()
   const result = await runLoad(generator, {
-    baseUrl: server.baseUrl,
+    baseUrl: target.baseUrl,
     requests,
     headers,
     connections: w.connections,
@@ -351,13 +432,23 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
     scratchDir: scratch
   })
   clearInterval(poller)
-  const serverCpuSeconds = (cpuSeconds(server.pid) ?? cpuBefore) - cpuBefore
+  const serverCpuSeconds = sum(target.pids.map((pid, i) => (cpuSeconds(pid) ?? cpuBefore[i]!) - cpuBefore[i]!))
+  const proxyCpuSeconds = sum(proxyPids.map(cpuSeconds)) - proxyCpuBefore
   const machineAfter = machineJiffies()
   const busyCores = coreCount() * (machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total)
   const serverCpu = serverCpuSeconds / result.seconds
   const generatorCpuShare = result.generatorCpu / result.seconds
-  const peakRss = resettable ? (peakRssBytes(server.pid) ?? polledPeak) : polledPeak
-  return { ...result, round, peakRss: peakRss || undefined, serverCpu, cpuPerRequest: serverCpuSeconds * 1e6 / Math.max(1, result.requests), otherCpu: Math.max(0, busyCores - serverCpu - generatorCpuShare) }
+  const proxyCpuShare = proxyCpuSeconds / result.seconds
+  const peakRss = resettable ? Math.max(...target.pids.map((pid) => peakRssBytes(pid) ?? 0)) || polledPeak : polledPeak
+  return {
+    ...result,
+    round,
+    peakRss: peakRss || undefined,
+    serverCpu,
+    cpuPerRequest: serverCpuSeconds * 1e6 / Math.max(1, result.requests),
+    ...(target.proxy === undefined ? {} : { proxyCpuPerRequest: proxyCpuSeconds * 1e6 / Math.max(1, result.requests) }),
+    otherCpu: Math.max(0, busyCores - serverCpu - generatorCpuShare - proxyCpuShare)
+  }
 }
 
 /** Measurements that started while the machine was still busy after 20 s of waiting. */
@@ -496,7 +587,7 @@ ${markdownTable(cells)}
 Ratios are medians of per-round ratios (both figures from the same round).
 
 ${markdownTargets(targets)}
-${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then. The service with its\nlimits counted in Redis shows what sharing them between instances costs per request.\n\n${markdownReferences(references)}\n` : ''}
+${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then. The service with its\nlimits counted in Redis shows what sharing them between instances costs per request; two instances\nbehind nginx against one, both on PostgreSQL with their limits in Redis, whether an instance costs the\nsame per request when another shares its database.\n\n${markdownReferences(references)}\n` : ''}
 ${notesSection}`
   writeFileSync(join(resultsDir, 'results.md'), markdown)
   writeFileSync(join(resultsDir, 'results.json'), JSON.stringify({

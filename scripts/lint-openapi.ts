@@ -3,9 +3,15 @@
  * (swagger-parser), then checks the project's own rules:
  * - every operation has an operationId and bearer security;
  * - every operation declares the responses any /v1 request can get: 400 (input is strict
- *   everywhere: even an operation without parameters refuses unknown query parameters), 401, 429,
- *   500 and 503; every response of 400 or more is the Error body;
- * - every response declares the rate-limit headers, and a 429 also Retry-After;
+ *   everywhere: even an operation without parameters refuses unknown query parameters), 401, 405
+ *   (another method on its path), 429, 500 and 503; every response of 400 or more is the Error body;
+ * - every response declares the rate-limit headers and X-Request-Id, a 429 also Retry-After, a
+ *   405 also Allow; every response of a deprecated operation but its 405 (which answers another
+ *   method) declares Deprecation, Sunset and Link;
+ * - every operation takes the X-Request-Id header parameter, and never refuses it (not required,
+ *   any string: the service replaces an id it does not keep);
+ * - HEAD: Fastify answers it on every GET route, so a GET operation's description says so, and a
+ *   path with a GET has no head operation of its own (the second HEAD route would not start);
  * - deprecated operations carry x-deprecated-at and x-sunset; x-stability is experimental or beta;
  * - every example (of a schema, a media type, a parameter or a header) is valid against its
  *   schema, as the service's own ajv (src/openapi/ajv.ts) judges it;
@@ -42,14 +48,29 @@ const api = await SwaggerParser.dereference(file) as unknown as Json & { paths: 
 
 const httpMethods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 const errorSchema = ((api.components as Json | undefined)?.schemas as Json | undefined)?.Error
-const rateLimitHeaders = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
+const everyResponseHeaders = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']
+const headersByStatus: Record<string, string[]> = { 405: ['Allow'], 429: ['Retry-After'] }
+const deprecationHeaders = ['Deprecation', 'Sunset', 'Link']
 const requiredResponses: Record<string, string> = {
   400: 'invalid input: a malformed parameter or body, or an unknown query parameter',
   401: 'a missing, unknown or revoked API key',
+  405: 'a method its path does not have, with Allow',
   429: 'over the rate limit, or banned',
   500: 'an unexpected error',
   503: 'the storage unavailable'
 }
+
+const rawResponses = isObject(raw.components) && isObject(raw.components.responses) ? raw.components.responses : {}
+
+/** For a deprecated operation's response that $refs a shared one, the Deprecated… variant when it exists. */
+function deprecatedVariant (path: string, method: string, status: string): string | undefined {
+  const written = ((((raw.paths as Json)[path] as Json)[method] as Json).responses as Json)[status]
+  const ref = isObject(written) && typeof written.$ref === 'string' ? /^#\/components\/responses\/(.+)$/.exec(written.$ref)?.[1] : undefined
+  return ref !== undefined && `Deprecated${ref}` in rawResponses ? `#/components/responses/Deprecated${ref}` : undefined
+}
+
+/** The X-Request-Id parameter may only describe: the service keeps or replaces an id, never refuses one. */
+const describingKeys = new Set(['type', 'description', 'title', 'example'])
 
 // Rules on operations and their responses, on the dereferenced document.
 let count = 0
@@ -63,6 +84,22 @@ for (const [path, item] of Object.entries(api.paths)) {
     const security = (op.security ?? api.security) as Json[] | undefined
     if (!security?.some((s) => 'bearerAuth' in s)) problems.push(`${where}: no bearer security`)
 
+    const parameters = [...(Array.isArray(item.parameters) ? item.parameters : []), ...(Array.isArray(op.parameters) ? op.parameters : [])] as Json[]
+    const requestId = parameters.find((p) => p.in === 'header' && String(p.name).toLowerCase() === 'x-request-id')
+    if (requestId === undefined) {
+      problems.push(`${where}: no X-Request-Id header parameter (every operation takes one: - $ref: '#/components/parameters/RequestId')`)
+    } else if (requestId.required === true || !isObject(requestId.schema) || requestId.schema.type !== 'string' ||
+      Object.keys(requestId.schema).some((key) => !describingKeys.has(key))) {
+      problems.push(`${where}: the X-Request-Id parameter must accept any value (not required, schema { type: string } alone): an id the service does not keep is replaced, never refused`)
+    }
+
+    if (method === 'get' && !/\bHEAD\b/.test(String(op.description ?? ''))) {
+      problems.push(`${where}: the description does not mention HEAD; Fastify answers HEAD on every GET route (same status and headers, no body): say so`)
+    }
+    if (method === 'head' && isObject(item.get)) {
+      problems.push(`${where}: a head operation beside GET ${path}; Fastify already answers HEAD on every GET route, and a second HEAD route stops the service from starting: remove it and say so in the GET operation's description`)
+    }
+
     for (const [status, why] of Object.entries(requiredResponses)) {
       if (op.responses[status] === undefined) problems.push(`${where}: no ${status} response (${why}); every /v1 operation can answer it`)
     }
@@ -72,9 +109,16 @@ for (const [path, item] of Object.entries(api.paths)) {
         problems.push(`${where}: response ${status} is not the Error body (content application/json, schema #/components/schemas/Error)`)
       }
       const declared = new Set(Object.keys(isObject(response.headers) ? response.headers : {}).map((h) => h.toLowerCase()))
-      const wanted = status === '429' ? [...rateLimitHeaders, 'Retry-After'] : rateLimitHeaders
+      // A 405 answers a method the path does not have: no operation's route, so no deprecation headers.
+      const deprecated = op.deprecated === true && status !== '405'
+      const wanted = [...everyResponseHeaders, ...headersByStatus[status] ?? [], ...deprecated ? deprecationHeaders : []]
       const missing = wanted.filter((h) => !declared.has(h.toLowerCase()))
-      if (missing.length > 0) problems.push(`${where}: response ${status} does not declare the header${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`)
+      if (missing.length === 0) continue
+      const variant = deprecated && missing.some((h) => deprecationHeaders.includes(h)) ? deprecatedVariant(path, method, status) : undefined
+      const why = deprecated && missing.some((h) => deprecationHeaders.includes(h))
+        ? ` (a deprecated operation sends Deprecation, Sunset and Link on every response${variant === undefined ? '' : `: use ${variant}`})`
+        : ''
+      problems.push(`${where}: response ${status} does not declare the header${missing.length > 1 ? 's' : ''} ${missing.join(', ')}${why}`)
     }
 
     if (op.deprecated === true && (op['x-deprecated-at'] === undefined || op['x-sunset'] === undefined)) {

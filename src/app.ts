@@ -8,13 +8,18 @@ import { isNotImplemented } from './http/not-implemented.js'
 import type { HandlerMap } from './http/operation-types.js'
 import { formatValidationErrors } from './http/json-body.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
+import { loggerOptions } from './logger.js'
 import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
 import { checkHandlers } from './openapi/operations.js'
+import conditionalRequests from './plugins/app/conditional-requests.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
+import metrics from './plugins/app/metrics.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import storage from './plugins/app/storage.js'
 import bearerAuth from './plugins/external/bearer-auth.js'
+import compress from './plugins/external/compress.js'
+import cors from './plugins/external/cors.js'
 import rateLimit from './plugins/external/rate-limit.js'
 import securityHeaders from './plugins/external/security-headers.js'
 import swagger from './plugins/external/swagger.js'
@@ -40,7 +45,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
 /** The options Fastify is constructed with (src/server.ts, the test helper, the benchmarks). */
 export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
-    logger: { level: config.logLevel },
+    logger: loggerOptions(config),
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
@@ -82,16 +87,21 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   fastify.removeContentTypeParser('text/plain')
 
   await fastify.register(securityHeaders)
+  await fastify.register(compress)
   await fastify.register(bearerAuth)
   await fastify.register(rateLimit, {
     banSeconds: config.rateLimitBanSeconds,
     redis: config.redisUrl === undefined ? undefined : { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: config.redisCommandTimeoutMs },
     now
   })
-  await fastify.register(swagger, { served })
+  await fastify.register(swagger, { served, persistAuthorization: config.docsPersistAuthorization })
 
   await fastify.register(errorHandling)
   await fastify.register(httpProtocol)
+  // After the Host check, and at the root so that its hook answers preflights before /v1 authenticates.
+  if (config.corsOrigins !== undefined) await fastify.register(cors, { origins: config.corsOrigins, document })
+  await fastify.register(conditionalRequests)
+  await fastify.register(metrics, { enabled: config.metricsPort !== undefined })
   await fastify.register(storage, {
     databaseUrl: config.databaseUrl,
     storeOptions: { poolMax: config.databasePoolMax, timeoutMs: config.databaseTimeoutMs },

@@ -25,6 +25,13 @@ export interface Config {
   /** Fastify's `trustProxy`: true (trust every hop), false (trust none) or the proxies' addresses, comma-separated. */
   trustProxy: boolean | string
   bodyLimit: number
+  /** Origins a browser page may call the API from (CORS); '*' for any; undefined: CORS is off. */
+  corsOrigins: '*' | string[] | undefined
+  /** The metrics listener's port (GET /metrics); undefined: no listener and no metrics kept. */
+  metricsPort: number | undefined
+  metricsHost: string
+  /** Swagger UI keeps a key pasted into Authorize in the browser's storage. */
+  docsPersistAuthorization: boolean
 }
 
 export class ConfigError extends Error {
@@ -43,12 +50,16 @@ interface Env {
   REDIS_KEY_PREFIX: string
   REDIS_COMMAND_TIMEOUT_MS: number
   LOG_LEVEL: Config['logLevel']
-  PUBLIC_BASE_URL: string
+  PUBLIC_BASE_URL?: string
   SEED: 'true' | 'false'
   RATE_LIMIT_BAN_AFTER: number
   RATE_LIMIT_BAN_SECONDS: number
   TRUST_PROXY: string
   BODY_LIMIT: number
+  CORS_ORIGINS?: string
+  METRICS_PORT?: number
+  METRICS_HOST: string
+  DOCS_PERSIST_AUTHORIZATION: 'true' | 'false'
 }
 
 const schema = {
@@ -64,12 +75,16 @@ const schema = {
     REDIS_KEY_PREFIX: { type: 'string', minLength: 1, maxLength: 200, default: 'petstore:ratelimit:' },
     REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 500 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
-    PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$', default: 'http://127.0.0.1:3000' },
+    PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$' },
     SEED: { type: 'string', enum: ['true', 'false'], default: 'true' },
     RATE_LIMIT_BAN_AFTER: { type: 'integer', minimum: 1, maximum: 1000000, default: 10 },
     RATE_LIMIT_BAN_SECONDS: { type: 'integer', minimum: 1, maximum: 31536000, default: 900 },
     TRUST_PROXY: { type: 'string', format: 'trust-proxy', default: 'false' },
-    BODY_LIMIT: { type: 'integer', minimum: 64, maximum: 104857600, default: 16384 }
+    BODY_LIMIT: { type: 'integer', minimum: 64, maximum: 104857600, default: 16384 },
+    CORS_ORIGINS: { type: 'string', format: 'cors-origins' },
+    METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    METRICS_HOST: { type: 'string', pattern: '^\\S+$', default: '127.0.0.1' },
+    DOCS_PERSIST_AUTHORIZATION: { type: 'string', enum: ['true', 'false'], default: 'false' }
   }
 }
 
@@ -105,6 +120,19 @@ function isProxyEntry (entry: string): boolean {
 const isTrustProxy = (text: string) =>
   text === 'true' || text === 'false' || text.split(',').every((entry) => isProxyEntry(entry.trim()))
 
+/** An http(s) origin written as browsers send it in `Origin`: scheme, host and port only. */
+function isOrigin (text: string): boolean {
+  try {
+    const url = new URL(text)
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text
+  } catch {
+    return false
+  }
+}
+
+const corsOriginList = (text: string) => text.split(',').map((entry) => entry.trim())
+const isCorsOrigins = (text: string) => text.trim() === '*' || corsOriginList(text).every(isOrigin)
+
 // Our own instance (env-schema's documented option) so that the first error, with its keyword,
 // is the one reported, and TRUST_PROXY is checked by the schema like every other variable.
 const ajv = new Ajv({
@@ -112,18 +140,25 @@ const ajv = new Ajv({
   removeAdditional: true,
   useDefaults: true,
   coerceTypes: true,
-  formats: { 'trust-proxy': isTrustProxy }
+  formats: { 'trust-proxy': isTrustProxy, 'cors-origins': isCorsOrigins }
 })
 
 /** What a valid value looks like, where ajv's own words ("must match pattern …") would not say. */
 const describe: Record<string, (value: string) => string> = {
   HOST: () => 'must be an address or host name without spaces',
+  METRICS_HOST: () => 'must be an address or host name without spaces',
   DATABASE_URL: () => 'must be sqlite:PATH or postgres://…',
   REDIS_URL: () => 'must be redis://… or rediss://…',
   PUBLIC_BASE_URL: () => 'must be an http(s) address without a trailing slash',
   TRUST_PROXY: (value) => /^\d+$/.test(value.trim())
     ? 'is a hop count, which is not accepted (a count cannot check who the proxy is): list the proxies\' addresses or CIDRs instead, e.g. TRUST_PROXY=10.0.0.0/8'
-    : `must be true, false, or a comma-separated list of the proxies' addresses, CIDRs or ${proxyRangeNames.join(', ')}`
+    : `must be true, false, or a comma-separated list of the proxies' addresses, CIDRs or ${proxyRangeNames.join(', ')}`,
+  CORS_ORIGINS: (value) => {
+    const entries = corsOriginList(value)
+    const bad = entries.find((entry) => !isOrigin(entry))
+    return 'must be * or a comma-separated list of origins such as https://app.example.com, written as browsers send them ' +
+      `(scheme, host and any non-default port; no path, no trailing slash)${entries.length > 1 && bad !== undefined ? `: ${JSON.stringify(bad)} is not one` : ''}`
+  }
 }
 
 /**
@@ -150,6 +185,16 @@ function explain (error: ErrorObject | undefined, env: Record<string, string>): 
   return `Invalid configuration: ${name} ${reason} (got ${JSON.stringify(shown)})`
 }
 
+/**
+ * PUBLIC_BASE_URL when it is not given: the address this instance listens on. A wildcard HOST
+ * (every interface) is reached from this machine at the loopback address; an IPv6 address needs
+ * its brackets in a URL.
+ */
+export function defaultPublicBaseUrl (host: string, port: number): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return `http://${isIP(reachable) === 6 ? `[${reachable}]` : reachable}:${port}`
+}
+
 /** Reads and validates the configuration; throws ConfigError with a one-line message. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable counts as unset, as shells and .env files commonly leave them.
@@ -164,6 +209,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   } catch (error) {
     throw new ConfigError(explain((error as { errors?: ErrorObject[] }).errors?.[0], given))
   }
+  if (v.METRICS_PORT !== undefined && v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT) {
+    throw new ConfigError(`Invalid configuration: METRICS_PORT must differ from PORT: metrics are never served on the API port (got ${JSON.stringify(given.METRICS_PORT)})`)
+  }
   return {
     nodeEnv: v.NODE_ENV,
     port: v.PORT,
@@ -175,11 +223,15 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     redisKeyPrefix: v.REDIS_KEY_PREFIX,
     redisCommandTimeoutMs: v.REDIS_COMMAND_TIMEOUT_MS,
     logLevel: v.LOG_LEVEL,
-    publicBaseUrl: v.PUBLIC_BASE_URL,
+    publicBaseUrl: v.PUBLIC_BASE_URL ?? defaultPublicBaseUrl(v.HOST, v.PORT),
     seed: v.SEED === 'true',
     rateLimitBanAfter: v.RATE_LIMIT_BAN_AFTER,
     rateLimitBanSeconds: v.RATE_LIMIT_BAN_SECONDS,
     trustProxy: v.TRUST_PROXY === 'true' ? true : v.TRUST_PROXY === 'false' ? false : v.TRUST_PROXY,
-    bodyLimit: v.BODY_LIMIT
+    bodyLimit: v.BODY_LIMIT,
+    corsOrigins: v.CORS_ORIGINS === undefined ? undefined : v.CORS_ORIGINS.trim() === '*' ? '*' : corsOriginList(v.CORS_ORIGINS),
+    metricsPort: v.METRICS_PORT,
+    metricsHost: v.METRICS_HOST,
+    docsPersistAuthorization: v.DOCS_PERSIST_AUTHORIZATION === 'true'
   }
 }

@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, defaultPublicBaseUrl, loadConfig } from './config.js'
 import { databaseFailure, ensureDemoKey } from './startup.js'
 
 /** One line on stderr saying what failed and what to check; the JSON log line carries the details. */
@@ -55,7 +55,28 @@ async function main () {
         ? `${at}: HOST is not an address of this machine`
         : `cannot listen on ${at}: ${(error as Error).message}`)
   }
-  const docsUrl = `${config.publicBaseUrl}/docs`
+  if (config.metricsPort !== undefined && server.metrics !== null) {
+    const at = `${config.metricsHost}:${config.metricsPort}`
+    try {
+      const address = await server.metrics.listen(config.metricsHost, config.metricsPort)
+      const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+      server.log.info({ metrics: `http://${host}:${address.port}/metrics` }, `metrics listening at http://${host}:${address.port}/metrics`)
+    } catch (error) {
+      server.log.error({ err: error }, 'metrics listen failed')
+      await server.close()
+      const code = (error as { code?: unknown }).code
+      startupFailed(code === 'EADDRINUSE'
+        ? `${at} (the metrics listener) is already in use: stop the other process or set METRICS_PORT (or METRICS_HOST)`
+        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
+          ? `${at}: METRICS_HOST is not an address of this machine`
+          : `cannot listen on ${at} for metrics: ${(error as Error).message}`)
+    }
+  }
+  // PORT=0 (any free port) with no PUBLIC_BASE_URL: only now is the instance's address known.
+  const listened = config.port === 0 && config.publicBaseUrl === defaultPublicBaseUrl(config.host, 0)
+    ? defaultPublicBaseUrl(config.host, (server.server.address() as { port: number }).port)
+    : config.publicBaseUrl
+  const docsUrl = `${listened}/docs`
   const demoKey = await ensureDemoKey(server.store, config)
   if (demoKey) {
     server.log.info({ docs: docsUrl, demoApiKey: demoKey }, `Pet Store API ready. Docs: ${docsUrl} — demo API key (shown once): ${demoKey}`)

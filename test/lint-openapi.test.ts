@@ -40,19 +40,53 @@ t.test('an operation without the responses every operation can give fails, namin
   })
   const res = await lint(file)
   t.equal(res.code, 1, 'lint fails')
+  // getPetById's 404 and 429 are its Deprecated… variants, untouched here.
   t.same(problems(res.stderr, file), [
     'getPetById (GET /pets/{petId}): no 503 response (the storage unavailable); every /v1 operation can answer it',
-    'getPetById (GET /pets/{petId}): response 404 does not declare the header X-RateLimit-Limit',
-    'getPetById (GET /pets/{petId}): response 429 does not declare the header Retry-After',
     'listInventory (GET /inventory): no 429 response (over the rate limit, or banned); every /v1 operation can answer it',
     'listOrders (GET /store/orders): response 200 does not declare the header X-RateLimit-Reset',
     'listOrders (GET /store/orders): response 429 does not declare the header Retry-After',
-    'listOrders (GET /store/orders): response 500 does not declare the headers X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
+    'listOrders (GET /store/orders): response 500 does not declare the headers X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id',
     'listOrders (GET /store/orders): response 500 is not the Error body (content application/json, schema #/components/schemas/Error)',
     'updateInventory (PATCH /inventory/{petId}): no 400 response (invalid input: a malformed parameter or body, or an unknown query parameter); every /v1 operation can answer it',
     'updateInventory (PATCH /inventory/{petId}): response 404 does not declare the header X-RateLimit-Limit',
     'updateInventory (PATCH /inventory/{petId}): response 429 does not declare the header Retry-After'
   ].sort(), 'exactly these problems, each naming its operation')
+})
+
+t.test('what the service does beyond each operation\'s own results must be declared: X-Request-Id, 405 with Allow, deprecation headers, HEAD', async (t) => {
+  const file = copyWith(t, (spec) => {
+    delete spec.components.responses.InternalError.headers['X-Request-Id']
+    delete spec.components.responses.MethodNotAllowed.headers.Allow
+    delete spec.paths['/inventory/{petId}'].patch.responses['405']
+    const getPetById = spec.paths['/pets/{petId}'].get
+    getPetById.responses['404'] = { $ref: '#/components/responses/NotFound' }
+    getPetById.responses['500'] = structuredClone(spec.components.responses.InternalError)
+    const listOrders = spec.paths['/store/orders'].get
+    delete listOrders.parameters
+    listOrders.description = 'Every order.'
+    spec.paths['/inventory'].get.parameters = [{ name: 'x-request-id', in: 'header', schema: { type: 'string', maxLength: 64 } }]
+    spec.paths['/inventory'].head = { ...structuredClone(spec.paths['/inventory'].get), operationId: 'headInventory' }
+  })
+  const res = await lint(file)
+  t.equal(res.code, 1, 'lint fails')
+  const every405 = ['getPetById (GET /pets/{petId})', 'headInventory (HEAD /inventory)', 'listInventory (GET /inventory)', 'listOrders (GET /store/orders)']
+    .map((op) => `${op}: response 405 does not declare the header Allow`)
+  t.same(problems(res.stderr, file), [
+    ...every405,
+    'getPetById (GET /pets/{petId}): response 404 does not declare the headers Deprecation, Sunset, Link (a deprecated operation sends Deprecation, Sunset and Link on every response: use #/components/responses/DeprecatedNotFound)',
+    'getPetById (GET /pets/{petId}): response 500 does not declare the headers X-Request-Id, Deprecation, Sunset, Link (a deprecated operation sends Deprecation, Sunset and Link on every response)',
+    'headInventory (HEAD /inventory): a head operation beside GET /inventory; Fastify already answers HEAD on every GET route, and a second HEAD route stops the service from starting: remove it and say so in the GET operation\'s description',
+    'headInventory (HEAD /inventory): response 500 does not declare the header X-Request-Id',
+    'headInventory (HEAD /inventory): the X-Request-Id parameter must accept any value (not required, schema { type: string } alone): an id the service does not keep is replaced, never refused',
+    'listInventory (GET /inventory): response 500 does not declare the header X-Request-Id',
+    'listInventory (GET /inventory): the X-Request-Id parameter must accept any value (not required, schema { type: string } alone): an id the service does not keep is replaced, never refused',
+    'listOrders (GET /store/orders): no X-Request-Id header parameter (every operation takes one: - $ref: \'#/components/parameters/RequestId\')',
+    'listOrders (GET /store/orders): response 500 does not declare the header X-Request-Id',
+    'listOrders (GET /store/orders): the description does not mention HEAD; Fastify answers HEAD on every GET route (same status and headers, no body): say so',
+    'updateInventory (PATCH /inventory/{petId}): no 405 response (a method its path does not have, with Allow); every /v1 operation can answer it',
+    'updateInventory (PATCH /inventory/{petId}): response 500 does not declare the header X-Request-Id'
+  ].sort(), 'exactly these problems, each naming its operation and what is missing')
 })
 
 t.test('an example that does not validate against its schema fails, wherever it is', async (t) => {
@@ -64,7 +98,7 @@ t.test('an example that does not validate against its schema fails, wherever it 
     spec.components.parameters.PetId.example = 0 // parameter example: minimum 1
     spec.components.headers.Sunset.schema.example = 1782777600 // header schema example: a string
     // int64 as the service reads it (a number JavaScript holds exactly: 2^53 is one past), not any 64-bit integer.
-    spec.paths['/inventory'].get.parameters = [{ name: 'after', in: 'query', schema: { type: 'integer', format: 'int64' }, example: 2 ** 53 }]
+    spec.paths['/inventory'].get.parameters.push({ name: 'after', in: 'query', schema: { type: 'integer', format: 'int64' }, example: 2 ** 53 })
   })
   const res = await lint(file)
   t.equal(res.code, 1, 'lint fails')

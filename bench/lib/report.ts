@@ -1,16 +1,19 @@
 /** Summaries, the targets of issue 5, and the table (stdout) and markdown (results.md) forms. */
 import type { LoadResult } from './load.js'
 
-export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'postgres' | 'express' | 'baseline'
+export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'metrics' | 'postgres' | 'express' | 'baseline' | 'pg-redis' | 'nginx'
 
 export const configTitles: Record<ConfigId, string> = {
   ceiling: 'bare Fastify GET /, just before',
   bare: 'bare Fastify',
   sqlite: 'service, SQLite',
   redis: 'service, SQLite, limits in Redis',
+  metrics: 'service, SQLite, metrics kept',
   postgres: 'service, PostgreSQL',
   express: 'Express peer, SQLite',
-  baseline: 'baseline build, SQLite'
+  baseline: 'baseline build, SQLite',
+  'pg-redis': 'service, PostgreSQL, limits in Redis',
+  nginx: '2 × service behind nginx, PostgreSQL, limits in Redis'
 }
 
 /** Bare Fastify configurations: the ceiling measured next to a workload, and bare Fastify itself. */
@@ -23,8 +26,10 @@ export interface Sample extends LoadResult {
   peakRss: number | undefined
   /** Share of one core the server used. */
   serverCpu: number
-  /** Server CPU time per completed request, microseconds: steadier than req/s on a busy machine. */
+  /** Server CPU time per completed request, microseconds: steadier than req/s on a busy machine. With several instances, the sum of theirs. */
   cpuPerRequest: number
+  /** nginx's CPU time per request, microseconds, when it stands in front of the instances. */
+  proxyCpuPerRequest?: number
   /** Cores busy with anything other than the server and the load generator. */
   otherCpu: number
 }
@@ -49,6 +54,8 @@ export interface CellSummary {
   serverCpu: number
   cpuPerRequest: number
   otherCpu: number
+  /** Bytes read per response, headers included (compressed bodies as sent). */
+  bytesPerResponse: number
 }
 
 export function median (values: number[]): number {
@@ -72,7 +79,8 @@ export function summarize (cell: Cell): CellSummary {
     peakRss: rss.length === 0 ? undefined : Math.max(...rss),
     serverCpu: median(s.map((x) => x.serverCpu)),
     cpuPerRequest: median(s.map((x) => x.cpuPerRequest)),
-    otherCpu: median(s.map((x) => x.otherCpu))
+    otherCpu: median(s.map((x) => x.otherCpu)),
+    bytesPerResponse: median(s.map((x) => x.bytes / Math.max(1, x.requests)))
   }
 }
 
@@ -136,9 +144,10 @@ export function evaluateTargets (cells: Cell[], engine: 'sqlite' | 'postgres' = 
   if (service.length > 0) {
     const errors = service.reduce((n, c) => n + summarize(c).errors, 0)
     results.push({ target: `zero errors under load (${engine}, every workload)`, measured: `${errors} errors`, met: errors === 0 })
-    // The issue's workloads at 50 connections. The 10k list with writes is not one of them (this
-    // bench adds it); its p50 and p99 are in the table only.
-    const loaded = service.filter((c) => c.connections === 50 && c.workload !== 'list-10k-writes').map(summarize)
+    // The issue's workloads at 50 connections. The lists with writes and the compressed lists are
+    // not among them (this bench adds them); their p50 and p99 are in the table only.
+    const issueWorkloads = new Set(['list-100', 'list-10k', 'patch', 'get-pet'])
+    const loaded = service.filter((c) => c.connections === 50 && issueWorkloads.has(c.workload)).map(summarize)
     const worst = loaded.reduce<CellSummary | undefined>((w, s) => (w === undefined || s.p99 / s.p50 > w.p99 / w.p50) ? s : w, undefined)
     if (worst !== undefined) {
       results.push({
@@ -160,8 +169,8 @@ export interface Reference {
  * Figures that put the targets in perspective, measured in the same run: how close the service
  * comes to bare Fastify answering the same PATCH and GET pet requests from a Map (no auth, limits
  * or storage), how far that bare PATCH itself is from bare GET /, and the latency tail bare
- * Fastify shows on this machine under the same load; and what counting the limits in Redis
- * instead of in the process's memory costs.
+ * Fastify shows on this machine under the same load; what counting the limits in Redis
+ * instead of in the process's memory costs, and what keeping the Prometheus metrics costs.
  */
 export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres' = 'sqlite'): Reference[] {
   const refs: Reference[] = []
@@ -170,15 +179,35 @@ export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres'
   push(`bare Fastify PATCH (from a Map) / bare Fastify GET /${ceilingNote(cells, 'patch')}`, ratio(barePatch, ceilingFor(cells, 'patch')))
   push(`PATCH, ${engine} / bare Fastify PATCH (from a Map)`, ratio(find(cells, 'patch', engine), barePatch))
   push(`GET pet, ${engine} / bare Fastify GET pet (from a Map)`, ratio(find(cells, 'get-pet', engine), find(cells, 'get-pet', 'bare')))
+  // Scale-out: does an instance cost the same per request when another shares its database?
+  const two = find(cells, 'scale-out', 'nginx')
+  const one = find(cells, 'scale-out', 'pg-redis')
+  const cpuRatio = perRound(two, one, (a, b) => a.cpuPerRequest / b.cpuPerRequest)
+  if (two !== undefined && one !== undefined && cpuRatio !== undefined) {
+    refs.push({
+      what: 'scale-out mix, PostgreSQL + Redis: server CPU per request, 2 instances behind nginx (both instances\' CPU / requests) / 1 instance directly',
+      measured: `${x(cpuRatio)} (${summarize(two).cpuPerRequest.toFixed(0)} vs ${summarize(one).cpuPerRequest.toFixed(0)} µs); nginx itself ${median(two.samples.map((s) => s.proxyCpuPerRequest ?? NaN)).toFixed(0)} µs per request`
+    })
+  }
   if (engine === 'sqlite') {
-    for (const [workload, title] of [['list-100', 'GET list, 100'], ['patch', 'PATCH'], ['get-pet', 'GET pet']] as const) {
-      const redis = find(cells, workload, 'redis')
-      const memory = find(cells, workload, 'sqlite')
-      const r = ratio(redis, memory)
-      const added = perRound(redis, memory, (a, b) => a.cpuPerRequest - b.cpuPerRequest)
-      if (r !== undefined && added !== undefined) {
-        refs.push({ what: `${title}, sqlite: limits counted in Redis / in memory`, measured: `${x(r)} req/s; ${added >= 0 ? '+' : ''}${added.toFixed(0)} µs of server CPU per request` })
+    const variants = [['redis', 'limits counted in Redis / in memory'], ['metrics', 'metrics kept (METRICS_PORT set) / not']] as const
+    for (const [config, comparison] of variants) {
+      for (const [workload, title] of [['list-100', 'GET list, 100'], ['patch', 'PATCH'], ['get-pet', 'GET pet']] as const) {
+        const variant = find(cells, workload, config)
+        const plain = find(cells, workload, 'sqlite')
+        const r = ratio(variant, plain)
+        const added = perRound(variant, plain, (a, b) => a.cpuPerRequest - b.cpuPerRequest)
+        if (r !== undefined && added !== undefined) {
+          refs.push({ what: `${title}, sqlite: ${comparison}`, measured: `${x(r)} req/s; ${added >= 0 ? '+' : ''}${added.toFixed(1)} µs of server CPU per request` })
+        }
       }
+    }
+  }
+  // Issue 14: after a write, a compressed list is not slower to get than twice the uncompressed one.
+  for (const size of ['10k', '100k']) {
+    for (const coding of ['gzip', 'br']) {
+      const r = ratio(find(cells, `list-${size}-writes-${coding}`, engine), find(cells, `list-${size}-writes`, engine))
+      if (r !== undefined) refs.push({ what: `GET list, ${size}, 1 write in 10, ${engine}: ${coding} / uncompressed (≥ 0.5 × wanted)`, measured: x(r) })
     }
   }
   const bareLoaded = cells.filter((c) => isBare(c.config) && c.connections === 50).map(summarize)
@@ -199,7 +228,7 @@ function pad (rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  ')).join('\n')
 }
 
-const tableHeader = ['workload', 'configuration', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS', 'server CPU', 'CPU µs/req', 'other CPU']
+const tableHeader = ['workload', 'configuration', 'conns', 'req/s', 'KiB/resp', 'p50 ms', 'p99 ms', 'errors', 'peak RSS', 'server CPU', 'CPU µs/req', 'other CPU']
 
 function tableRows (cells: Cell[]): string[][] {
   return cells.map((c) => {
@@ -209,6 +238,7 @@ function tableRows (cells: Cell[]): string[][] {
       configTitles[c.config],
       String(c.connections),
       s.rps >= 100 ? s.rps.toFixed(0) : s.rps.toFixed(1),
+      (s.bytesPerResponse / 1024).toFixed(s.bytesPerResponse >= 10 * 1024 ? 0 : 1),
       s.p50.toFixed(2),
       s.p99.toFixed(2),
       String(s.errors),

@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * List inventory
-         * @description Returns the current stock level and status of every pet in the store, ordered by `petId`.
+         * @description Returns the current stock level and status of every pet in the store, ordered by `petId`. `HEAD /v1/inventory` answers as this does, with the same status and headers and no body.
          */
         get: operations["listInventory"];
         put?: never;
@@ -57,7 +57,10 @@ export interface paths {
          *
          *     **Deprecated** since 2026-09-01; it stops answering (`410 gone`) after its sunset,
          *     2027-06-30. Until then every response carries `Deprecation`, `Sunset` and a `Link`
-         *     with `rel="deprecation"` pointing at this documentation.
+         *     with `rel="deprecation"` pointing at this documentation (a `405`, which answers a method
+         *     the path does not have, is not a response of this operation).
+         *
+         *     `HEAD /v1/pets/{petId}` answers as this does, with the same status and headers and no body.
          */
         get: operations["getPetById"];
         put?: never;
@@ -77,7 +80,7 @@ export interface paths {
         };
         /**
          * List store orders
-         * @description Returns every order placed with the store, ordered by `id`.
+         * @description Returns every order placed with the store, ordered by `id`. `HEAD /v1/store/orders` answers as this does, with the same status and headers and no body.
          */
         get: operations["listOrders"];
         put?: never;
@@ -169,12 +172,40 @@ export interface components {
         };
     };
     responses: {
-        /** @description A parameter or the body is malformed or invalid, or the query string has a parameter the operation does not declare */
+        /** @description The body is unchanged since the client got the entity tag it sent in `If-None-Match`; no body */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The body is unchanged since the client got the entity tag it sent in `If-None-Match`; no body; with the operation's `Deprecation`, `Sunset` and `Link` */
+        DeprecatedNotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description A parameter or the body is malformed or invalid, or the query string has a parameter the operation does not declare. A URL that cannot be decoded, or a path parameter longer than the router accepts, is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
         BadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -196,6 +227,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -208,6 +240,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -221,12 +254,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The operation is past its sunset date */
+        /** @description The operation is past its sunset date. Only a deprecated operation has one, so this carries its `Deprecation`, `Sunset` and `Link` too. */
         Gone: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 [name: string]: unknown;
             };
             content: {
@@ -246,6 +283,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -265,6 +303,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -285,6 +324,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -297,6 +337,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -316,6 +357,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -329,14 +371,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The path exists, but not with this method; `Allow` lists the methods it has */
+        /** @description The path exists, but not with this method; `Allow` lists the methods it has. Every path answers it for the methods none of its operations has (HEAD comes with GET). */
         MethodNotAllowed: {
             headers: {
-                /** @description The methods of the path, e.g. `GET, HEAD` */
+                /** @description The methods of the path, comma-separated, HEAD with GET, e.g. `GET, HEAD` */
                 Allow?: string;
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -356,6 +399,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -369,13 +413,123 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description A parameter or the body is malformed or invalid, or the query string has a parameter the operation does not declare; with the operation's `Deprecation`, `Sunset` and `Link`. A URL that cannot be decoded, or a path parameter longer than the router accepts, is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
+        DeprecatedBadRequest: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description API key missing, of another scheme, unknown or revoked; with the operation's `Deprecation`, `Sunset` and `Link` */
+        DeprecatedUnauthorized: {
+            headers: {
+                /** @description RFC 6750 challenge, e.g. `Bearer realm="petstore", error="invalid_token"` */
+                "WWW-Authenticate"?: string;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The requested resource could not be found; with the operation's `Deprecation`, `Sunset` and `Link` */
+        DeprecatedNotFound: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Rate limit exceeded (`rate_limited`) or the key is temporarily banned (`api_key_banned`); with the operation's `Deprecation`, `Sunset` and `Link` */
+        DeprecatedTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description An unexpected error, whose details are logged, never returned; with the operation's `Deprecation`, `Sunset` and `Link` */
+        DeprecatedInternalError: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The storage is unreachable, retry later; with the operation's `Deprecation`, `Sunset` and `Link` */
+        DeprecatedServiceUnavailable: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
         PetId: number;
+        /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+        IfNoneMatch: string;
+        /**
+         * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+         * @example checkout-7f3a.2
+         */
+        RequestId: string;
     };
     requestBodies: never;
     headers: {
+        /** @description Strong entity tag of the response body: the SHA-256 of its bytes, so equal bodies have equal tags on every instance. A body sent in a content coding (`Content-Encoding: br` or `gzip`, for bodies of 1 KiB or more when `Accept-Encoding` allows, with `Vary: Accept-Encoding`) has a tag of its own, the same hash followed by `-br` or `-gzip`. Send it back in `If-None-Match` to get `304` while the body is unchanged. */
+        ETag: string;
+        /** @description The id of this request, also in every log line about it: the `X-Request-Id` the request carried when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`, otherwise a fresh UUID. */
+        "X-Request-Id": string;
         /** @description The request limit of the binding window (the window with the fewest requests left). */
         "X-RateLimit-Limit": number;
         /** @description Requests left in the binding window after this one; 0 when refused with 429. */
@@ -398,7 +552,15 @@ export interface operations {
     listInventory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+                 * @example checkout-7f3a.2
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -407,17 +569,21 @@ export interface operations {
             /** @description Every inventory entry, ordered by petId ascending */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["InventoryItem"][];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -426,7 +592,13 @@ export interface operations {
     updateInventory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+                 * @example checkout-7f3a.2
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
                 petId: components["parameters"]["PetId"];
@@ -445,6 +617,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -454,6 +627,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -464,7 +638,15 @@ export interface operations {
     getPetById: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+                 * @example checkout-7f3a.2
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
                 petId: components["parameters"]["PetId"];
@@ -476,9 +658,11 @@ export interface operations {
             /** @description The pet */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["DeprecationLink"];
@@ -488,19 +672,29 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            304: components["responses"]["DeprecatedNotModified"];
+            400: components["responses"]["DeprecatedBadRequest"];
+            401: components["responses"]["DeprecatedUnauthorized"];
+            404: components["responses"]["DeprecatedNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             410: components["responses"]["Gone"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            429: components["responses"]["DeprecatedTooManyRequests"];
+            500: components["responses"]["DeprecatedInternalError"];
+            503: components["responses"]["DeprecatedServiceUnavailable"];
         };
     };
     listOrders: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+                 * @example checkout-7f3a.2
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -509,17 +703,21 @@ export interface operations {
             /** @description Every order, ordered by id ascending */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Order"][];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

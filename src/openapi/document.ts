@@ -88,15 +88,71 @@ export async function loadDocument (path: string = openapiPath): Promise<ApiDocu
   return { spec, resolved, operations, plans, planNames }
 }
 
+/** Where documentForServing puts the plans table in info.description (at the end when absent). */
+export const PLANS_MARKER = '<!-- x-rate-limit-plans -->'
+
+const planTitle = (name: string) => name.charAt(0).toUpperCase() + name.slice(1)
+const planLimit = (value: unknown) => typeof value === 'number' ? value.toLocaleString('en-US') : 'per key'
+
 /**
- * The document as this instance serves it: the running-instance server's `baseUrl` variable
- * defaults to PUBLIC_BASE_URL, so "Try it out" on the docs page calls the server that serves it.
+ * info.x-rate-limit-plans as a Markdown table: what the docs page shows (the one copy is the
+ * extension). No column alignment: Markdown renders it as a style attribute, which the docs
+ * page's content-security-policy blocks.
+ */
+export function plansTable (plans: Record<string, Json>): string {
+  const rows = Object.entries(plans).map(([name, limits]) =>
+    `| ${planTitle(name)} | ${planLimit(limits.perMinute)} | ${planLimit(limits.perDay)} |`)
+  return ['| Plan | Requests per minute | Requests per day |', '|---|---|---|', ...rows].join('\n')
+}
+
+/** The operation's stability and deprecation, as Swagger UI shows them on its summary line. */
+function summaryMarks (operation: Json): string[] {
+  const marks: string[] = []
+  if (typeof operation['x-stability'] === 'string') marks.push(operation['x-stability'])
+  if (operation.deprecated === true) {
+    const sunset = parseDate(operation['x-sunset'], `${String(operation.operationId)} x-sunset`)
+    marks.push(sunset === undefined ? 'deprecated' : `deprecated, sunset ${sunset.toISOString().slice(0, 10)}`)
+  }
+  return marks
+}
+
+/**
+ * The document as this instance serves it (/openapi.json, /openapi.yaml and the docs page):
+ * - the server entry with the `{baseUrl}` variable becomes this instance's plain address
+ *   (PUBLIC_BASE_URL), so "Try it out" calls the server that serves the page;
+ * - info.description gets the plans table made from info.x-rate-limit-plans, at PLANS_MARKER;
+ * - each operation's summary ends with its stability and deprecation (with the sunset date),
+ *   which Swagger UI otherwise shows only in an expanded extensions table.
  */
 export function documentForServing (doc: ApiDocument, publicBaseUrl: string): Json {
   const served = structuredClone(doc.spec)
   for (const server of (served.servers ?? []) as Json[]) {
     const variables = server.variables as Record<string, Json> | undefined
-    if (variables?.baseUrl) variables.baseUrl.default = publicBaseUrl
+    if (variables?.baseUrl === undefined) continue
+    server.url = String(server.url).replaceAll('{baseUrl}', publicBaseUrl)
+    delete variables.baseUrl
+    if (Object.keys(variables).length === 0) delete server.variables
+  }
+
+  const info = served.info as Json
+  const plans = info['x-rate-limit-plans'] as Record<string, Json> | undefined
+  if (plans !== undefined) {
+    const description = typeof info.description === 'string' ? info.description : ''
+    const table = plansTable(plans)
+    info.description = description.includes(PLANS_MARKER)
+      ? description.replace(PLANS_MARKER, table)
+      : `${description.trimEnd()}\n\n${table}\n`
+  }
+
+  for (const item of Object.values((served.paths ?? {}) as Record<string, Json>)) {
+    for (const [method, value] of Object.entries(item)) {
+      if (!httpMethods.has(method)) continue
+      const operation = value as Json
+      const marks = summaryMarks(operation)
+      if (marks.length === 0) continue
+      const summary = typeof operation.summary === 'string' ? operation.summary : String(operation.operationId)
+      operation.summary = [summary, ...marks].join(' · ')
+    }
   }
   return served
 }

@@ -1,14 +1,26 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse as parseYaml } from 'yaml'
+import { type ApiDocument, documentForServing, PLANS_MARKER } from '../../src/openapi/document.js'
 import { openapiPath } from '../../src/paths.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { expectError } from '../helpers/assertions.js'
 
 type Json = Record<string, unknown>
 type Server = { url: string, description?: string, variables?: Record<string, { default: string }> }
+type Operation = Json & { operationId: string, summary?: string, 'x-sunset'?: string }
 
-const fileSpec = parseYaml(readFileSync(openapiPath, 'utf8')) as Json
+const fileSpec = parseYaml(readFileSync(openapiPath, 'utf8')) as Json & { info: Json & { description: string, title: string }, servers: Server[], paths: Record<string, Record<string, Operation>> }
+
+/** The plans table's body rows, as the page must show them, from info.x-rate-limit-plans of openapi.yaml. */
+const planRows = () => Object.entries(fileSpec.info['x-rate-limit-plans'] as Record<string, Record<string, unknown>>).map(([name, limits]) =>
+  [name.charAt(0).toUpperCase() + name.slice(1), ...[limits.perMinute, limits.perDay].map((n) => typeof n === 'number' ? n.toLocaleString('en-US') : 'per key')])
+
+/** The body rows of the first Markdown table in the text, cell by cell. */
+function markdownTableRows (text: string): string[][] {
+  const lines = text.split('\n').filter((line) => line.startsWith('|'))
+  return lines.slice(2).map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()))
+}
 
 /** GET that follows redirects inside the app, as a browser would; returns the final URL too. */
 async function get (api: TestApp, url: string, headers: Record<string, string> = {}) {
@@ -19,10 +31,6 @@ async function get (api: TestApp, url: string, headers: Record<string, string> =
   }
   throw new Error(`too many redirects from ${url}`)
 }
-
-/** The address a server entry of the document stands for, with its variables at their defaults. */
-const resolveServer = (server: Server) =>
-  server.url.replace(/\{(\w+)\}/g, (_, name: string) => server.variables?.[name]?.default ?? `{${name}}`)
 
 t.test('/docs serves Swagger UI with every asset from this process', async (t) => {
   const api = await buildTestApp(t)
@@ -53,6 +61,9 @@ t.test('/docs serves Swagger UI with every asset from this process', async (t) =
   const initializer = assets.find((a) => a.endsWith('swagger-initializer.js'))!
   const script = (await get(api, initializer)).res.body
   t.match(script, /"showExtensions":true/, 'x-stability and other extensions are shown')
+  t.match(script, /"layout":"BaseLayout"/, 'Swagger UI\'s layout without the top bar (no explore box)')
+  t.match(script, /"persistAuthorization":false/, 'a key pasted into Authorize is not kept in the browser\'s storage by default')
+  t.match(res.body, new RegExp(`<title>${fileSpec.info.title}</title>`), 'the page is titled with the API\'s title')
   t.match(script, /validatorUrl: null/, 'no call to the public swagger.io validator')
   const specUrl = /url: resolveUrl\('\.\/([^']+)'\)/.exec(script)?.[1]
   t.ok(specUrl, 'the initializer names the document it loads')
@@ -64,29 +75,69 @@ t.test('/docs serves Swagger UI with every asset from this process', async (t) =
 t.test('/openapi.json and /openapi.yaml serve the document with the three servers', async (t) => {
   const defaults = await buildTestApp(t)
   const custom = await buildTestApp(t, { env: { PUBLIC_BASE_URL: 'https://api.internal.example:8443/petstore' } })
+  const otherPort = await buildTestApp(t, { env: { PORT: '3103' } })
 
-  for (const [api, base] of [[defaults, 'http://127.0.0.1:3000'], [custom, 'https://api.internal.example:8443/petstore']] as const) {
+  for (const [api, base] of [[defaults, 'http://127.0.0.1:3000'], [custom, 'https://api.internal.example:8443/petstore'], [otherPort, 'http://127.0.0.1:3103']] as const) {
     const jsonRes = await api.request({ method: 'GET', url: '/openapi.json' })
     t.equal(jsonRes.statusCode, 200)
     t.match(jsonRes.headers['content-type'], /^application\/json/)
     const yamlRes = await api.request({ method: 'GET', url: '/openapi.yaml' })
     t.equal(yamlRes.statusCode, 200)
     t.match(yamlRes.headers['content-type'], /yaml/)
-    const doc = jsonRes.json() as Json & { servers: Server[] }
+    const doc = jsonRes.json() as typeof fileSpec
     t.same(parseYaml(yamlRes.body), doc, 'the YAML and the JSON are the same document')
 
-    const addresses = doc.servers.map(resolveServer)
-    t.equal(addresses[0], `${base}/v1`, `the first (default) server is this instance, from PUBLIC_BASE_URL ${base}`)
-    t.equal(doc.servers[0]!.variables?.baseUrl?.default, base, 'its baseUrl default equals PUBLIC_BASE_URL')
+    t.same(doc.servers[0], { url: `${base}/v1`, description: fileSpec.servers[0]!.description }, `the first (default) server is this instance as a plain address, ${base}/v1`)
     t.ok(doc.servers.some((s) => /production/i.test(s.description ?? '') && s.url.endsWith('/v1') && s.url.startsWith('https://')), 'a production server ending in /v1')
     t.ok(doc.servers.some((s) => /staging/i.test(s.description ?? '') && s.url.endsWith('/v1') && s.url.startsWith('https://')), 'a staging server ending in /v1')
-    t.ok(addresses.every((a) => a.endsWith('/v1')), 'every server ends in /v1')
+    t.ok(doc.servers.every((s) => s.url.endsWith('/v1') && !s.url.includes('{')), 'every server ends in /v1, with no variable to fill in')
 
-    // Apart from the instance's address, the served document is openapi.yaml as written.
-    const expected = structuredClone(fileSpec) as Json & { servers: Server[] }
-    expected.servers[0]!.variables!.baseUrl!.default = base
-    t.same(doc, expected, 'the served document is openapi.yaml with only the baseUrl default set')
+    // The plans table takes the marker's place in the introduction.
+    const [before, after] = fileSpec.info.description.split(PLANS_MARKER) as [string, string]
+    t.ok(after !== undefined, `openapi.yaml's info.description has the marker ${PLANS_MARKER}`)
+    const description = doc.info.description
+    t.ok(description.startsWith(before) && description.endsWith(after), 'the introduction is openapi.yaml\'s, around the table')
+    const table = description.slice(before.length, description.length - after.length)
+    t.same(markdownTableRows(table), planRows(), 'the table has every plan of x-rate-limit-plans with its numbers')
+    t.same(doc.info['x-rate-limit-plans'], fileSpec.info['x-rate-limit-plans'], 'the plan data itself is served as written')
+
+    // Apart from these, the served document is openapi.yaml as written.
+    const expected = structuredClone(fileSpec)
+    expected.servers[0] = { url: `${base}/v1`, description: fileSpec.servers[0]!.description! }
+    expected.info.description = description
+    expected.paths['/inventory/{petId}']!.patch!.summary = 'Update stock level · experimental'
+    expected.paths['/pets/{petId}']!.get!.summary = `Find a pet by id · deprecated, sunset ${fileSpec.paths['/pets/{petId}']!.get!['x-sunset']!.slice(0, 10)}`
+    t.same(doc, expected, 'the served document is openapi.yaml with the instance\'s address, the plans table and the summary marks')
   }
+})
+
+t.test('documentForServing: the marks of any operation, and the table without a marker', async (t) => {
+  const spec = {
+    openapi: '3.0.3',
+    info: { title: 't', version: '1', description: 'Intro.', 'x-rate-limit-plans': { free: { perMinute: 5, perDay: 12000 }, gold: { perMinute: 'custom', perDay: 'custom' } } },
+    servers: [{ url: '{baseUrl}/v1', variables: { baseUrl: { default: 'http://x' } } }],
+    paths: {
+      '/a': {
+        get: { operationId: 'a', summary: 'A thing', 'x-stability': 'beta', deprecated: true, 'x-sunset': '2030-01-31T00:00:00Z' },
+        post: { operationId: 'b', deprecated: true } as { operationId: string, deprecated: boolean, summary?: string },
+        put: { operationId: 'c', summary: 'C' }
+      }
+    }
+  }
+  const served = documentForServing({ spec } as unknown as ApiDocument, 'https://api.example/base') as typeof spec
+  t.same(served.servers, [{ url: 'https://api.example/base/v1' }], 'the variable entry becomes the plain address')
+  t.same(served.paths['/a'].get.summary, 'A thing · beta · deprecated, sunset 2030-01-31', 'stability, then the deprecation with its sunset')
+  t.same(served.paths['/a'].post.summary, 'b · deprecated', 'no summary: the operationId; no sunset: no date')
+  t.same(served.paths['/a'].put.summary, 'C', 'a stable operation keeps its summary')
+  t.ok(served.info.description.startsWith('Intro.\n\n'), 'without the marker the table follows the description')
+  t.same(markdownTableRows(served.info.description), [['Free', '5', '12,000'], ['Gold', 'per key', 'per key']], 'numbers grouped by thousands, custom limits per key')
+  t.same(spec.paths['/a'].get.summary, 'A thing', 'the loaded document is left as it was')
+})
+
+t.test('DOCS_PERSIST_AUTHORIZATION=true keeps a pasted key in the browser (Swagger UI persistAuthorization)', async (t) => {
+  const api = await buildTestApp(t, { env: { DOCS_PERSIST_AUTHORIZATION: 'true' } })
+  const script = (await api.request({ method: 'GET', url: '/docs/static/swagger-initializer.js' })).body
+  t.match(script, /"persistAuthorization":true/)
 })
 
 t.test('the served document declares bearer auth on every operation (the Authorize button)', async (t) => {

@@ -1,8 +1,11 @@
 /**
  * The docs page in a real browser (Debian's Chromium through playwright-core), against a real
- * server process: Swagger UI loads under the page's content-security-policy, Authorize takes
- * an API key, "Try it out" on listInventory calls the running server and renders its 200, and
- * getPetById is shown as deprecated. Screenshots go to test-output/ (docs-browser*.png).
+ * server process started with a PORT and no PUBLIC_BASE_URL: the page is titled with the API's
+ * title, has no explore bar, shows the plans table and the first operations on its first screen
+ * (1280 × 1800), the running instance as a plain address, the stability and deprecation marks in
+ * the summary lines; Swagger UI loads under the page's content-security-policy, Authorize takes
+ * an API key without keeping it in the browser's storage, and "Try it out" on listInventory calls
+ * this instance and renders its 200. Screenshots go to test-output/ (docs-browser*.png).
  * Without /usr/bin/chromium the test is skipped, and says why.
  */
 import t, { type Test } from 'tap'
@@ -11,11 +14,14 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import { loadDocument } from '../../src/openapi/document.js'
 import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 
 const CHROMIUM = '/usr/bin/chromium'
+const FIRST_SCREEN = { width: 1280, height: 1800 }
+const FIRST_SCREEN_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-first-screen.png')
 const SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser.png')
 const RESPONSE_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-response.png')
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium); the browser test of the docs page did not run`
@@ -39,7 +45,7 @@ async function launch (t: Test): Promise<BrowserContext> {
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
       '--no-first-run', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1280, height: 1400 },
+    viewport: FIRST_SCREEN,
     timeout: 60_000
   })
   t.teardown(async () => {
@@ -60,15 +66,24 @@ function watch (page: Page): string[] {
   return problems
 }
 
-t.test('the docs page in Chromium: authorize, try listInventory, see its 200; getPetById is deprecated', { skip }, async (t) => {
+/** The plans table as the page should show it, from info.x-rate-limit-plans of openapi.yaml. */
+async function expectedPlanRows (): Promise<string[][]> {
+  const plans = ((await loadDocument()).spec.info as Record<string, unknown>)['x-rate-limit-plans'] as Record<string, Record<string, unknown>>
+  const cell = (value: unknown) => typeof value === 'number' ? value.toLocaleString('en-US') : 'per key'
+  return Object.entries(plans).map(([name, limits]) => [name.charAt(0).toUpperCase() + name.slice(1), cell(limits.perMinute), cell(limits.perDay)])
+}
+
+t.test('the docs page in Chromium: the contract on the first screen, authorize, try listInventory, see its 200', { skip }, async (t) => {
+  const document = await loadDocument()
+  const title = String((document.spec.info as Record<string, unknown>).title)
   const port = await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
+  // No PUBLIC_BASE_URL: the instance's own address (HOST:PORT) is the default.
   const server = await startServer(t, {
     DATABASE_URL: `sqlite:${join(tempDir(t), 'docs.db')}`,
-    PORT: String(port),
-    PUBLIC_BASE_URL: baseUrl
+    PORT: String(port)
   })
-  t.equal(server.baseUrl, baseUrl, 'the server listens on the address it publishes')
+  t.equal(server.baseUrl, baseUrl, 'the server listens on the port it was given')
   const key = server.demoKey
   if (key === undefined) throw new Error('the first start printed no demo key')
 
@@ -81,7 +96,45 @@ t.test('the docs page in Chromium: authorize, try listInventory, see its 200; ge
   t.equal(docs?.status(), 200, '/docs answers 200')
   t.match(docs?.headers()['content-security-policy'] ?? '', /script-src 'self'/, 'the page is served with its content-security-policy')
   await page.locator('.swagger-ui .info .title').waitFor()
-  t.match(await page.locator('.swagger-ui .info .title').innerText(), /Pet Store inventory API/, 'Swagger UI rendered the document')
+  await page.locator('.opblock').first().waitFor()
+  t.equal(await page.title(), title, 'the browser tab shows the API\'s title')
+  t.match(await page.locator('.swagger-ui .info .title').innerText(), title, 'Swagger UI rendered the document')
+  t.equal(await page.locator('.topbar, .download-url-wrapper').count(), 0, 'no explore bar')
+
+  // The first screen: the introduction, the plans table and the operations, nothing expanded.
+  const onFirstScreen = async (selector: string) => {
+    const box = await page.locator(selector).first().boundingBox()
+    return box !== null && box.y >= 0 && box.y + box.height <= FIRST_SCREEN.height
+  }
+  const intro = await page.locator('.swagger-ui .info .description').innerText()
+  t.match(intro, /Authorization: Bearer <API_KEY>/, 'the introduction says how to authenticate')
+  t.match(intro, /Authorize/, 'and how to do it on this page')
+  const table = page.locator('.swagger-ui .info .description table')
+  t.ok(await table.isVisible(), 'the plans table is visible without expanding anything')
+  const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')))
+  t.same(rows, await expectedPlanRows(), 'every plan with its numbers per minute and per day, Enterprise per key')
+  t.ok(await onFirstScreen('.swagger-ui .info .description table'), 'the plans table is on the first screen')
+  t.ok(await onFirstScreen('#operations-Inventory-listInventory'), 'the first operation is on the first screen')
+  const details = page.locator('.swagger-ui .info .description details')
+  t.ok(await details.count() >= 4, 'the detailed rules are in sections of their own')
+  t.same(await details.evaluateAll((all) => all.map((d) => (d as unknown as { open: boolean }).open)), Array<boolean>(await details.count()).fill(false), 'they start closed')
+  mkdirSync(join(projectRoot, 'test-output'), { recursive: true })
+  await page.screenshot({ path: FIRST_SCREEN_SCREENSHOT })
+  await details.filter({ hasText: 'Rate limits' }).locator('summary').click()
+  t.match(await details.filter({ hasText: 'Rate limits' }).innerText(), /api_key_banned/, 'a section opens with its rules')
+
+  // The running instance, as a plain address (no variable to fill in).
+  t.match(await page.locator('.swagger-ui .servers select option').first().innerText(), `${baseUrl}/v1`, 'the first server is this instance')
+  t.equal(await page.locator('.swagger-ui .servers input').count(), 0, 'no server variable to fill in')
+
+  // Stability and deprecation in the summary lines.
+  const summaryOf = (id: string) => page.locator(`#operations-${id} .opblock-summary-description`).innerText()
+  t.equal(await summaryOf('Inventory-updateInventory'), 'Update stock level · experimental', 'the experimental mark is on the summary line')
+  const sunset = document.operations.get('getPetById')!.sunset!.toISOString().slice(0, 10)
+  t.equal(await summaryOf('Pets-getPetById'), `Find a pet by id · deprecated, sunset ${sunset}`, 'the deprecation and its sunset date are on the summary line')
+  t.match(await page.locator('#operations-Pets-getPetById').getAttribute('class') ?? '', /opblock-deprecated/, 'next to Swagger UI\'s own deprecated marking')
+  t.equal(await summaryOf('Inventory-listInventory'), 'List inventory', 'a stable operation has no mark')
+
 
   // Authorize with the API key (bearer).
   await page.locator('.swagger-ui .auth-wrapper button.authorize').click()
@@ -89,7 +142,13 @@ t.test('the docs page in Chromium: authorize, try listInventory, see its 200; ge
   await modal.locator('input').first().fill(key)
   await modal.locator('.auth-btn-wrapper button.authorize').click()
   await modal.locator('.auth-btn-wrapper button.btn-done').click()
-  t.match(await page.locator('.swagger-ui .auth-wrapper button.authorize').getAttribute('class') ?? '', /locked/, 'the Authorize button shows the key is set')
+  t.match(await page.locator('.swagger-ui .auth-wrapper button.authorize').getAttribute('class') ?? '', /(^|\s)locked(\s|$)/, 'the Authorize button shows the key is set')
+  // Runs in the page (the project's tsconfig has no DOM types).
+  const stored = await page.evaluate(() => {
+    const { localStorage, sessionStorage } = globalThis as unknown as Record<'localStorage' | 'sessionStorage', Record<string, string>>
+    return JSON.stringify([{ ...localStorage }, { ...sessionStorage }])
+  })
+  t.notOk(stored.includes(key), 'the key is not kept in the browser\'s storage (DOCS_PERSIST_AUTHORIZATION is off)')
 
   // listInventory: expand, Try it out, Execute.
   const operation = page.locator('#operations-Inventory-listInventory')
@@ -101,16 +160,16 @@ t.test('the docs page in Chromium: authorize, try listInventory, see its 200; ge
   t.match(await response.locator('.response-col_status').innerText(), /200/, 'the live response is 200')
   const body = await response.locator('.highlight-code').first().innerText()
   t.match(body, /"petId": 1/, 'the rendered body is the inventory')
-  t.match(await operation.locator('.request-url').innerText(), new RegExp(`${baseUrl}/v1/inventory`), 'the request went to this instance (PUBLIC_BASE_URL)')
+  t.match(await operation.locator('.request-url').innerText(), new RegExp(`${baseUrl}/v1/inventory`), 'the request went to this instance (HOST:PORT, the default PUBLIC_BASE_URL)')
 
-  // The deprecated operation is marked so.
-  const deprecated = page.locator('#operations-Pets-getPetById')
-  t.match(await deprecated.getAttribute('class') ?? '', /opblock-deprecated/, 'getPetById is shown as deprecated')
-
-  mkdirSync(join(projectRoot, 'test-output'), { recursive: true })
   await page.screenshot({ path: SCREENSHOT, fullPage: true })
   await response.screenshot({ path: RESPONSE_SCREENSHOT })
-  t.comment(`screenshots: ${SCREENSHOT} (whole page), ${RESPONSE_SCREENSHOT} (the live response)`)
+  t.comment(`screenshots: ${FIRST_SCREEN_SCREENSHOT} (the first screen), ${SCREENSHOT} (whole page), ${RESPONSE_SCREENSHOT} (the live response)`)
   t.same(problems, [], 'no CSP violation, script error or failed request on the page')
+
+  // After a reload the key is gone: nothing kept it.
+  await page.reload()
+  await page.locator('.swagger-ui .auth-wrapper button.authorize').waitFor()
+  t.match(await page.locator('.swagger-ui .auth-wrapper button.authorize').getAttribute('class') ?? '', /(^|\s)unlocked(\s|$)/, 'after a reload the page is not authorized')
   t.equal(await server.stop('SIGTERM'), 0, 'the server stops cleanly')
 })

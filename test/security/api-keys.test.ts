@@ -21,7 +21,7 @@ import Database from 'better-sqlite3'
 import { createStore } from '../../src/store/create-store.js'
 import type { Store } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
-import { runCli } from '../helpers/cli.js'
+import { migrateDatabase, runCli } from '../helpers/cli.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
@@ -41,6 +41,7 @@ async function createKeysWithCli (databaseUrl: string): Promise<Created[]> {
 t.test('SQLite: keys exist only as their SHA-256, in every table and every byte of the database files', async (t) => {
   const dir = tempDir(t)
   const databaseUrl = `sqlite:${join(dir, 'keys.db')}`
+  await migrateDatabase(databaseUrl) // keys never creates a database (PRODUCT.md §7)
   const keys = await createKeysWithCli(databaseUrl)
 
   // Every row of every table, read straight from the file (not through the Store interface).

@@ -141,7 +141,7 @@ t.test('NODE_ENV=production creates no demo key', async (t) => {
 
 t.test('under continuous load, a key revoked by the CLI fails on every request sent after the revocation', async (t) => {
   // The SQLite store reads the database's change counter once per event-loop turn (see
-  // dataVersionReader): a busy server must still see another process's commit from its next turn.
+  // src/store/sqlite/turn-snapshot.ts): a busy server must still see another process's commit from its next turn.
   const databaseUrl = `sqlite:${join(tempDir(t), 'busy.db')}`
   const server = await startServer(t, { DATABASE_URL: databaseUrl, NODE_ENV: 'production' })
   const created = await runCli('keys', ['create', '--plan', 'enterprise', '--per-minute', '1000000', '--per-day', '1000000', '--json'], { DATABASE_URL: databaseUrl })

@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { tempDir } from '../helpers/app.js'
 
-// Concurrent PATCHes on SQLite share one transaction (src/store/group-commit.ts). What a client can
+// Concurrent PATCHes on SQLite share one transaction (src/store/sqlite/group-commit.ts). What a client can
 // observe must be what one-by-one commits would give: each answer is its own write, an answer comes
 // only once the write is committed (another connection already sees it), and one failing write
 // fails alone unless the transaction itself is lost.

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { ApiError, StoreUnavailableError } from '../../errors.js'
 import type { ApiKeyRecord } from '../../store/types.js'
 import { BEARER_REALM } from '../external/bearer-auth.js'
+import type { AuthFailureReason } from './metrics.js'
 
 /** bearer-auth's own failures, by code: the header is missing, or names another scheme. */
 const headerFailures: Record<string, ApiError> = {
@@ -10,6 +11,11 @@ const headerFailures: Record<string, ApiError> = {
     'missing Authorization header: send Authorization: Bearer <API_KEY>', { 'www-authenticate': BEARER_REALM }),
   FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: new ApiError('unauthorized',
     'the Authorization header must use the Bearer scheme', { 'www-authenticate': `${BEARER_REALM}, error="invalid_request"` })
+}
+
+const headerFailureReasons: Record<string, AuthFailureReason> = {
+  FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER: 'missing',
+  FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: 'scheme'
 }
 
 /**
@@ -22,14 +28,17 @@ async function authentication (app: FastifyInstance) {
   const verify = app.verifyBearerAuth
   if (verify === undefined) throw new Error('@fastify/bearer-auth did not decorate verifyBearerAuth')
   app.decorateRequest('apiKey', null)
+  const metrics = app.metrics
 
   app.addHook('onRequest', (request, reply, done) => {
     verify(request, reply, (error?: Error) => {
       if (error instanceof StoreUnavailableError) {
+        metrics?.authFailure('storage_unavailable')
         app.rateLimits.skip(request, reply)
         return done(error)
       }
       const failure = error === undefined ? undefined : (error instanceof ApiError ? error : headerFailures[(error as { code?: string }).code ?? ''] ?? error)
+      if (error !== undefined) metrics?.authFailure(error instanceof ApiError ? 'invalid_key' : headerFailureReasons[(error as { code?: string }).code ?? ''] ?? 'error')
       app.rateLimits.count(request, reply, failure === undefined ? request.apiKey : null)
         .then(() => { done(failure) }, done)
     })

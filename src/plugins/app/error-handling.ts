@@ -64,6 +64,8 @@ export function answerFrameworkError (error: FastifyError, request: FastifyReque
       : { code: 'internal_error', message: 'internal server error', status: 500 }
   if (body.status < 500) request.log.info({ code: body.code, reason: error.message }, 'request rejected')
   else request.log.error({ err: error }, 'internal error')
+  // No hook runs before routing, so the id http-protocol.ts sets on every other response is set here.
+  reply.header('x-request-id', request.id)
   void reply.code(body.status).type('application/json; charset=utf-8').send(body)
 }
 

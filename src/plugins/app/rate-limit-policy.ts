@@ -44,6 +44,7 @@ function setHeaders (reply: FastifyReply, limit: number, remaining: number, rese
  */
 async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOptions) {
   const { now, plans } = options
+  const metrics = app.metrics
   const anonymousLimits = limitsFor(null, plans) // the anonymous plan must exist: fail at boot, not per request
   app.decorateRequest('rateLimitClient', null)
 
@@ -86,6 +87,7 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
         })
       } catch (error) {
         storeFailed(error)
+        metrics?.rateLimitDecision('failed_open')
         uncounted(reply, client.limits, at)
         return
       }
@@ -100,6 +102,7 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
         const until = banned[0]!.resetAt
         setHeaders(reply, Math.min(...banned.map((state) => state.limit)), 0, until)
         const who = apiKey === null ? 'this client address' : 'this API key'
+        metrics?.rateLimitDecision('banned')
         throw new ApiError('api_key_banned',
           `${who} is banned until ${new Date(until).toISOString()} for continuing to send requests after its rate limit was reached`,
           { 'retry-after': String(secondsUntil(at, until)) })
@@ -108,10 +111,12 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
       setHeaders(reply, binding.limit, binding.remaining, binding.resetAt)
       if (states.some((state) => state.exceeded)) {
         const retryAfter = secondsUntil(at, binding.resetAt)
+        metrics?.rateLimitDecision('limited')
         throw new ApiError('rate_limited',
           `rate limit of ${binding.limit} requests per ${binding.name} exceeded; retry in ${retryAfter} s`,
           { 'retry-after': String(retryAfter) })
       }
+      metrics?.rateLimitDecision('allowed')
     },
 
     /** A request whose caller could not be identified (storage down): answered uncounted, per key or address. */

@@ -12,10 +12,13 @@ export interface StorageOptions {
   store?: Store | undefined
 }
 
-/** Opens the store once, migrates it, loads the demo catalogue into an empty database, decorates `app.store`. */
+/**
+ * Opens the store once, migrates it, loads the demo catalogue into an empty database, decorates
+ * `app.store` (with every operation timed when metrics are kept).
+ */
 async function storage (app: FastifyInstance, options: StorageOptions) {
   const store = options.store ?? await createStore(options.databaseUrl, options.storeOptions)
-  app.decorate('store', store)
+  app.decorate('store', app.metrics?.timed(store) ?? store)
   app.addHook('onClose', async () => { await store.close() })
 
   await store.migrate()
@@ -31,4 +34,4 @@ declare module 'fastify' {
   }
 }
 
-export default fp(storage, { name: 'storage' })
+export default fp(storage, { name: 'storage', dependencies: ['metrics'] })

@@ -7,20 +7,34 @@ import { docsContentSecurityPolicy } from './security-headers.js'
 export interface SwaggerOptions {
   /** The document as this instance serves it (documentForServing). */
   served: Record<string, unknown>
+  /** Swagger UI keeps a key pasted into Authorize in the browser's storage (DOCS_PERSIST_AUTHORIZATION). */
+  persistAuthorization: boolean
 }
+
+// A style sheet served with Swagger UI's own (the page's policy allows no inline style): the
+// plans table of the introduction as wide as its figures, which it aligns to the right.
+const THEME_CSS = `.swagger-ui .info .description table { width: auto; margin: 0 0 1em; }
+.swagger-ui .info .description th, .swagger-ui .info .description td { padding: 6px 32px 6px 0; }
+.swagger-ui .info .description td + td, .swagger-ui .info .description th + th { text-align: right; }
+`
 
 /** The docs page: Swagger UI with its assets served from this process, outside /v1 (no key, no limit). */
 async function docs (app: FastifyInstance, options: SwaggerOptions) {
+  const info = options.served.info as { title?: string } | undefined
   await app.register(swagger, { mode: 'static', specification: { document: options.served as never } })
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     uiConfig: {
+      // Swagger UI's own layout without the standalone top bar (an "explore" box that loads any
+      // URL, which a reader of this API's page has no use for).
+      layout: 'BaseLayout',
       deepLinking: true,
-      persistAuthorization: true,
+      persistAuthorization: options.persistAuthorization,
       showExtensions: true,
       displayRequestDuration: true,
       tryItOutEnabled: false
     },
+    theme: { title: info?.title ?? 'API documentation', css: [{ filename: 'petstore.css', content: THEME_CSS }] },
     // Replaces the API's deny-all policy (security-headers.ts) on the docs page and its assets.
     staticCSP: docsContentSecurityPolicy((options.served.servers ?? []) as Parameters<typeof docsContentSecurityPolicy>[0])
   })

@@ -1,0 +1,168 @@
+import { once } from 'node:events'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
+import type { Store } from '../../store/types.js'
+
+export type RateLimitOutcome = 'allowed' | 'limited' | 'banned' | 'failed_open'
+/** Why a request under /v1 was not authenticated; `error` is a failure none of the others name (a bug). */
+export type AuthFailureReason = 'missing' | 'scheme' | 'invalid_key' | 'storage_unavailable' | 'error'
+
+/** What the rest of the app reports; `app.metrics` is null without METRICS_PORT, so nothing is kept. */
+export interface Metrics {
+  readonly registry: Registry
+  rateLimitDecision (outcome: RateLimitOutcome): void
+  authFailure (reason: AuthFailureReason): void
+  /** The store with every method timed into store_operation_duration_seconds. */
+  timed (store: Store): Store
+  /** Serves GET /metrics on its own listener (never the API's); it closes with the app. */
+  listen (host: string, port: number): Promise<AddressInfo>
+}
+
+export interface MetricsOptions {
+  enabled: boolean
+}
+
+// Finer than prom-client's defaults at the low end: most requests here take well under 5 ms.
+const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+/** Requests the router matched to no route: one label, never the URL, so the series stay few. */
+const UNKNOWN_ROUTE = 'unknown'
+
+/** A proxy of the store whose methods each observe how long their promise took to settle. */
+function timedStore (store: Store, histogram: Histogram<'engine' | 'operation'>): Store {
+  const wrappers = new Map<PropertyKey, unknown>()
+  return new Proxy(store, {
+    get (target, property) {
+      const value: unknown = Reflect.get(target, property, target)
+      if (typeof value !== 'function') return value
+      let wrapper = wrappers.get(property)
+      if (wrapper === undefined) {
+        const labels = { engine: target.engine, operation: String(property) }
+        wrapper = (...args: unknown[]) => {
+          const start = performance.now()
+          const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args)
+          // Observed when the promise settles; the caller gets the store's own promise.
+          const done = () => { histogram.observe(labels, (performance.now() - start) / 1000) }
+          if (result instanceof Promise) result.then(done, done)
+          else done()
+          return result
+        }
+        wrappers.set(property, wrapper)
+      }
+      return wrapper
+    }
+  })
+}
+
+/** GET (or HEAD) /metrics in Prometheus text format; nothing else. */
+function metricsListener (registry: Registry, onError: (error: unknown) => void): Server {
+  return createServer((request, response) => {
+    const path = (request.url ?? '').split('?', 1)[0]
+    if (path !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: metrics are at /metrics\n')
+      return
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n')
+      return
+    }
+    registry.metrics().then((text) => {
+      response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' })
+      response.end(request.method === 'HEAD' ? undefined : text)
+    }, (error: unknown) => {
+      onError(error)
+      response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('metrics could not be collected\n')
+    })
+  })
+}
+
+/**
+ * Prometheus metrics (PRODUCT.md §8), kept only with METRICS_PORT: without it `app.metrics` is
+ * null and no hook is added, so a request does no metrics work at all. Each app has a registry of
+ * its own (two apps in one process, as in the tests, do not share counters).
+ */
+async function metrics (app: FastifyInstance, options: MetricsOptions) {
+  if (!options.enabled) {
+    app.decorate('metrics', null)
+    return
+  }
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const requestDuration = new Histogram({
+    name: 'http_server_request_duration_seconds',
+    help: 'Time from the request\'s arrival to its response, by method, operation (operationId under /v1, the route elsewhere) and status',
+    labelNames: ['method', 'operation', 'status'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers: [registry]
+  })
+  const rateLimitDecisions = new Counter({
+    name: 'rate_limit_decisions_total',
+    help: 'Rate-limit decisions on requests under /v1: allowed, limited (429 rate_limited), banned (429 api_key_banned), failed_open (counter store unreachable)',
+    labelNames: ['outcome'] as const,
+    registers: [registry]
+  })
+  const authFailures = new Counter({
+    name: 'auth_failures_total',
+    help: 'Requests under /v1 that were not authenticated, by reason',
+    labelNames: ['reason'] as const,
+    registers: [registry]
+  })
+  const storeDuration = new Histogram({
+    name: 'store_operation_duration_seconds',
+    help: 'Time each storage operation took, by engine and operation',
+    labelNames: ['engine', 'operation'] as const,
+    buckets: STORE_BUCKETS,
+    registers: [registry]
+  })
+
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions
+    const operation = (route.schema as { operationId?: string } | undefined)?.operationId ?? route.url ?? UNKNOWN_ROUTE
+    requestDuration.observe({ method: request.method, operation, status: reply.statusCode }, reply.elapsedTime / 1000)
+    done()
+  })
+
+  let listener: Server | undefined
+  app.addHook('onClose', async () => {
+    if (listener === undefined || !listener.listening) return
+    const closed = once(listener, 'close')
+    listener.close()
+    listener.closeIdleConnections()
+    await closed
+  })
+
+  const decoration: Metrics = {
+    registry,
+    rateLimitDecision: (outcome) => { rateLimitDecisions.inc({ outcome }) },
+    authFailure: (reason) => { authFailures.inc({ reason }) },
+    timed: (store) => timedStore(store, storeDuration),
+    async listen (host, port) {
+      if (listener !== undefined) throw new Error('the metrics listener is already started')
+      const server = metricsListener(registry, (error) => { app.log.error({ err: error }, 'collecting the metrics failed') })
+      listener = server
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(port, host, () => {
+          server.off('error', reject)
+          resolve()
+        })
+      })
+      server.on('error', (error) => { app.log.error({ err: error }, 'metrics listener failed') })
+      return server.address() as AddressInfo
+    }
+  }
+  app.decorate('metrics', decoration)
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Null unless METRICS_PORT is set. */
+    metrics: Metrics | null
+  }
+}
+
+export default fp(metrics, { name: 'metrics' })

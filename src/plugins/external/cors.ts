@@ -1,0 +1,87 @@
+import fastifyCors, { type FastifyCorsOptions } from '@fastify/cors'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { ApiDocument } from '../../openapi/document.js'
+
+/** Response headers a page on another origin may read (PRODUCT.md §1, Browsers). */
+export const EXPOSED_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After',
+  'X-Request-Id', 'ETag', 'Deprecation', 'Sunset', 'Link']
+
+/** How long a browser may reuse a preflight's answer. */
+export const PREFLIGHT_MAX_AGE_SECONDS = 600
+
+type Json = Record<string, unknown>
+
+/**
+ * The methods and request headers the document's operations use, which is what a page may send:
+ * each operation's method (HEAD with GET), the header of its security scheme, Content-Type when
+ * it takes a body, its header parameters; and X-Request-Id, which every request may carry.
+ */
+export function corsRequestRules (document: ApiDocument): { methods: string[], headers: string[] } {
+  const methods = new Set<string>()
+  const headers = new Set<string>()
+  const schemes = ((document.resolved.components as Json | undefined)?.securitySchemes ?? {}) as Record<string, Json>
+  for (const op of document.operations.values()) {
+    methods.add(op.method)
+    if (op.method === 'GET') methods.add('HEAD')
+    const definition = op.definition
+    const security = (definition.security ?? document.resolved.security ?? []) as Json[]
+    for (const name of security.flatMap((requirement) => Object.keys(requirement))) {
+      const scheme = schemes[name]
+      if (scheme?.type === 'http' || scheme?.type === 'oauth2' || scheme?.type === 'openIdConnect') headers.add('Authorization')
+      if (scheme?.type === 'apiKey' && scheme.in === 'header') headers.add(String(scheme.name))
+    }
+    if (definition.requestBody !== undefined) headers.add('Content-Type')
+    for (const parameter of (definition.parameters ?? []) as Json[]) {
+      if (parameter.in === 'header') headers.add(String(parameter.name))
+    }
+  }
+  headers.add('X-Request-Id')
+  return { methods: [...methods], headers: [...headers] }
+}
+
+export interface CorsOptions {
+  /** CORS_ORIGINS: '*' or the allowed origins. */
+  origins: '*' | readonly string[]
+  document: ApiDocument
+}
+
+const isPreflight = (request: FastifyRequest) =>
+  request.method === 'OPTIONS' && request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined
+
+/**
+ * @fastify/cors, answering in its own onRequest hook: registered at the root, that hook runs
+ * before the /v1 scope's authentication, so a preflight (which never carries the key) is answered
+ * 204 without being authenticated or counted. A request from an origin not in the list gets no
+ * CORS header at all (the library would still send Access-Control-Expose-Headers, and the
+ * preflight headers, without Access-Control-Allow-Origin); its preflight is answered 204 here
+ * all the same, since it is no attempt to authenticate, and the browser refuses it.
+ * Other OPTIONS requests go on to their route (405 with Allow under /v1, after authentication).
+ */
+async function cors (app: FastifyInstance, options: CorsOptions) {
+  const { methods, headers } = corsRequestRules(options.document)
+  const origins = options.origins
+  const allowed = (origin: string | undefined) => origin !== undefined && (origins === '*' || origins.includes(origin))
+  const common: FastifyCorsOptions = {
+    origin: origins === '*' ? '*' : [...origins],
+    methods,
+    allowedHeaders: headers,
+    exposedHeaders: EXPOSED_HEADERS,
+    maxAge: PREFLIGHT_MAX_AGE_SECONDS
+  }
+  const preflight: FastifyCorsOptions = { ...common, preflight: true }
+  const simple: FastifyCorsOptions = { ...common, preflight: false }
+  const off: FastifyCorsOptions = { origin: false }
+
+  await app.register(fastifyCors, {
+    delegator: (request: FastifyRequest, callback: (error: Error | null, options?: FastifyCorsOptions) => void) => {
+      callback(null, !allowed(request.headers.origin) ? off : isPreflight(request) ? preflight : simple)
+    }
+  })
+  app.addHook('onRequest', (request, reply, done) => {
+    if (isPreflight(request) && !allowed(request.headers.origin)) return void reply.code(204).send()
+    done()
+  })
+}
+
+export default fp(cors, { name: 'cors' })

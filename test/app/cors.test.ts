@@ -1,0 +1,116 @@
+import t from 'tap'
+import type { Response as InjectResponse } from 'light-my-request'
+import { ConfigError, loadConfig } from '../../src/config.js'
+import { EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../../src/plugins/external/cors.js'
+import { expectUnauthorized } from '../helpers/assertions.js'
+import { buildTestApp } from '../helpers/app.js'
+
+const PAGE = 'http://127.0.0.1:5173'
+const OTHER_PAGE = 'https://dashboard.partner.example'
+const STRANGER = 'https://evil.example'
+
+const corsHeaders = (res: InjectResponse) => Object.keys(res.headers).filter((name) => name.startsWith('access-control-'))
+const splitList = (value: unknown) => String(value).split(',').map((item) => item.trim())
+
+// A preflight is no operation of openapi.yaml: it is sent with app.inject, outside the contract check.
+function preflight (origin: string, url = '/v1/inventory', method = 'GET', headers = 'authorization,if-none-match') {
+  return { method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers } }
+}
+
+t.test('CORS_ORIGINS: * or a list of origins; anything else is refused in one line naming the variable', async (t) => {
+  t.equal(loadConfig({}).corsOrigins, undefined, 'unset: CORS is off')
+  t.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*')
+  t.same(loadConfig({ CORS_ORIGINS: `${PAGE}, ${OTHER_PAGE}` }).corsOrigins, [PAGE, OTHER_PAGE], 'comma-separated, spaces ignored')
+  t.same(loadConfig({ CORS_ORIGINS: 'http://[::1]:8080' }).corsOrigins, ['http://[::1]:8080'], 'an IPv6 origin')
+  for (const value of ['https://app.example/', 'https://app.example/path', 'app.example', 'ftp://app.example', 'null',
+    `${PAGE},`, `*,${PAGE}`, 'https://App.example', 'http://app.example:80', 'https://user@app.example', 'https://app.example?x=1']) {
+    const error = t.throws(() => loadConfig({ CORS_ORIGINS: value }), ConfigError, `${JSON.stringify(value)} is refused`) as Error
+    t.match(error.message, /^Invalid configuration: CORS_ORIGINS must be \* or a comma-separated list of origins/, `${JSON.stringify(value)}: the message names the variable`)
+    t.notMatch(error.message, /\n/, 'in one line')
+  }
+})
+
+t.test('without CORS_ORIGINS no response carries a CORS header, and a preflight is an unauthenticated OPTIONS', async (t) => {
+  const api = await buildTestApp(t)
+  const res = await api.app.inject(preflight(PAGE))
+  expectUnauthorized(t, res, 'the preflight')
+  t.same(corsHeaders(res), [], 'no Access-Control-* header on the preflight')
+  const list = await api.request({ method: 'GET', url: '/v1/inventory', headers: { ...await api.authHeader(), origin: PAGE } })
+  t.equal(list.statusCode, 200)
+  t.same(corsHeaders(list), [], 'none on a request with an Origin either')
+})
+
+t.test('a preflight from an allowed origin is answered 204 before authentication, and is not counted', async (t) => {
+  const api = await buildTestApp(t, { env: { CORS_ORIGINS: `${PAGE},${OTHER_PAGE}` } })
+  const remoteAddress = '203.0.113.7'
+  for (const [origin, url, method] of [[PAGE, '/v1/inventory', 'GET'], [OTHER_PAGE, '/v1/inventory/1', 'PATCH'], [PAGE, '/v1/pets/1', 'GET'], [PAGE, '/v1/store/orders', 'GET']] as const) {
+    const res = await api.app.inject({ ...preflight(origin, url, method), remoteAddress })
+    t.equal(res.statusCode, 204, `${method} ${url} from ${origin}: 204 without a key`)
+    t.equal(res.rawPayload.length, 0, 'no body')
+    t.equal(res.headers['access-control-allow-origin'], origin, 'the origin is allowed')
+    t.same(splitList(res.headers['access-control-allow-methods']), ['GET', 'HEAD', 'PATCH'], 'the methods of the document\'s operations')
+    t.same(splitList(res.headers['access-control-allow-headers']).sort(), ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id'], 'the request headers the document uses')
+    t.same(splitList(res.headers['access-control-expose-headers']), EXPOSED_HEADERS, 'the response headers a page may read')
+    t.equal(res.headers['access-control-max-age'], String(PREFLIGHT_MAX_AGE_SECONDS), 'cacheable for 10 minutes')
+    t.equal(PREFLIGHT_MAX_AGE_SECONDS, 600)
+    t.match(String(res.headers.vary), /Origin/, 'Vary: Origin')
+    t.equal(res.headers['x-ratelimit-remaining'], undefined, 'no rate-limit headers: the limiter did not see it')
+  }
+  // Requests without a key are counted per client address: had a preflight been counted, this
+  // first unauthenticated request of the address would show less than 59 left of its 60.
+  const unauthenticated = await api.request({ method: 'GET', url: '/v1/inventory', remoteAddress })
+  expectUnauthorized(t, unauthenticated)
+  t.equal(unauthenticated.headers['x-ratelimit-remaining'], '59', 'the preflights were not counted for the address')
+})
+
+t.test('an origin not in the list gets no CORS header; its preflight is answered 204 without them, uncounted', async (t) => {
+  const api = await buildTestApp(t, { env: { CORS_ORIGINS: PAGE } })
+  const remoteAddress = '203.0.113.8'
+  const refused = await api.app.inject({ ...preflight(STRANGER), remoteAddress })
+  t.equal(refused.statusCode, 204, 'answered, not authenticated')
+  t.same(corsHeaders(refused), [], 'without any Access-Control-* header, so the browser refuses the call')
+  const unauthenticated = await api.request({ method: 'GET', url: '/v1/inventory', remoteAddress })
+  t.equal(unauthenticated.headers['x-ratelimit-remaining'], '59', 'not counted')
+
+  const headers = await api.authHeader()
+  for (const origin of [STRANGER, 'http://127.0.0.1:5174', 'null']) {
+    const res = await api.request({ method: 'GET', url: '/v1/inventory', headers: { ...headers, origin } })
+    t.equal(res.statusCode, 200, `${origin}: the request itself is served (CORS is enforced by the browser)`)
+    t.same(corsHeaders(res), [], `${origin}: no Access-Control-* header`)
+  }
+  const serverToServer = await api.request({ method: 'GET', url: '/v1/inventory', headers })
+  t.same(corsHeaders(serverToServer), [], 'none without an Origin header')
+})
+
+t.test('requests from an allowed origin carry the CORS headers, errors included', async (t) => {
+  const api = await buildTestApp(t, { env: { CORS_ORIGINS: PAGE } })
+  const headers = { ...await api.authHeader(), origin: PAGE }
+  const list = await api.request({ method: 'GET', url: '/v1/inventory', headers })
+  t.equal(list.statusCode, 200)
+  t.equal(list.headers['access-control-allow-origin'], PAGE)
+  t.same(splitList(list.headers['access-control-expose-headers']), EXPOSED_HEADERS, 'the rate-limit headers, ETag and the rest are readable')
+  t.equal(list.headers['access-control-allow-credentials'], undefined, 'no credentials mode: the key is a header, not a cookie')
+
+  const unauthorized = await api.request({ method: 'GET', url: '/v1/inventory', headers: { origin: PAGE } })
+  expectUnauthorized(t, unauthorized)
+  t.equal(unauthorized.headers['access-control-allow-origin'], PAGE, 'a 401 is readable by the page too')
+
+  // OPTIONS without Access-Control-Request-Method is no preflight: it is a request like any other.
+  const options = await api.request({ method: 'OPTIONS', url: '/v1/inventory', headers })
+  t.equal(options.statusCode, 405, 'an OPTIONS that is not a preflight still gets 405')
+  t.equal(options.headers.allow, 'GET, HEAD')
+  t.equal(options.headers['access-control-allow-origin'], PAGE)
+  expectUnauthorized(t, await api.request({ method: 'OPTIONS', url: '/v1/inventory', headers: { origin: PAGE } }), 'and 401 without a key')
+  const healthz = await api.request({ method: 'OPTIONS', url: '/healthz', headers: { origin: PAGE } })
+  t.equal(healthz.statusCode, 405, 'outside /v1 too')
+})
+
+t.test('CORS_ORIGINS=* allows every origin', async (t) => {
+  const api = await buildTestApp(t, { env: { CORS_ORIGINS: '*' } })
+  const res = await api.app.inject(preflight(STRANGER))
+  t.equal(res.statusCode, 204)
+  t.equal(res.headers['access-control-allow-origin'], '*')
+  const list = await api.request({ method: 'GET', url: '/v1/inventory', headers: { ...await api.authHeader(), origin: STRANGER } })
+  t.equal(list.headers['access-control-allow-origin'], '*')
+  t.same(splitList(list.headers['access-control-expose-headers']), EXPOSED_HEADERS)
+})
