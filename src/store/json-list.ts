@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, type Hash } from 'node:crypto'
 
 /**
  * One version of a JSON array body that its producer keeps as one text per element. The body is
@@ -17,9 +17,8 @@ export interface JsonListVersion {
   readonly parts: readonly Buffer[]
   readonly byteLength: number
   /**
-   * Derived from the body alone: equal bodies have equal digests, whatever the history of the
-   * lists that made them (a SHA-256 over the SHA-256 of each chunk, the chunks being cut by their
-   * elements' keys), so it can serve as a strong entity tag. Costs one chunk's hash per change.
+   * The SHA-256 of the body (base64url), hashed from the first chunk that changed on: the hash's
+   * state after each chunk is kept, so a change near the end costs little.
    */
   readonly digest: string
   /** The same bytes in one Buffer: copied from the parts on first use, then kept. */
@@ -35,9 +34,8 @@ export interface JsonListVersion {
 interface Chunk {
   keys: number[]
   texts: string[]
-  /** ',' and the texts joined by ',', encoded, and their SHA-256; undefined once the chunk has changed. */
+  /** ',' and the texts joined by ',', encoded; undefined once the chunk has changed. */
   bytes: Buffer | undefined
-  digest: Buffer | undefined
 }
 
 /** What one version changed: each key with its new text, or null when it was removed. */
@@ -48,21 +46,12 @@ interface Change {
 }
 
 /**
- * One key in CHUNK_SIZE starts a chunk (besides the first element), chosen by the key alone
- * (murmur3's 32-bit finaliser): equal lists are cut into equal chunks whatever their history,
- * so their digests are equal. Chunks hold CHUNK_SIZE elements on average; a change re-encodes one
- * chunk (some 25 kB of inventory entries), and a body of 100,000 entries is ~200 parts.
+ * Entries per chunk when the list is built; a chunk that grows to twice that is split. A change
+ * re-encodes one chunk (some 25 kB of inventory entries); a body of 100,000 entries is ~200 parts.
  */
 const CHUNK_SIZE = 512
 
-function startsChunk (key: number): boolean {
-  let h = (key >>> 0) ^ Math.imul(Math.floor(key / 4294967296) | 0, 0x9e3779b1)
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
-  return ((h ^ (h >>> 16)) >>> 0) % CHUNK_SIZE === 0
-}
-
-const newChunk = (keys: number[], texts: string[]): Chunk => ({ keys, texts, bytes: undefined, digest: undefined })
+const newChunk = (keys: number[], texts: string[]): Chunk => ({ keys, texts, bytes: undefined })
 
 /** Changes remembered for changedSince (element texts, versions); older ones are forgotten (a full check). */
 const HISTORY_TEXTS = 20_000
@@ -87,13 +76,15 @@ export class JsonList {
   private historyTexts = 0
   /** changedSince(s) can answer for every s ≥ this. */
   private knownFrom = Number.POSITIVE_INFINITY
+  /** The SHA-256 state after '[' and the parts of chunks 0 to i; valid up to the first changed chunk. */
+  private hashes: Hash[] = []
 
   /** Replaces every element; `entries` must be in ascending key order. Forgets the change history. */
   reset (entries: Iterable<readonly [number, string]>): void {
     const chunks: Chunk[] = []
     let chunk: Chunk | undefined
     for (const [key, text] of entries) {
-      if (chunk === undefined || startsChunk(key)) {
+      if (chunk === undefined || chunk.keys.length === CHUNK_SIZE) {
         chunk = newChunk([], [])
         chunks.push(chunk)
       }
@@ -101,6 +92,7 @@ export class JsonList {
       chunk.texts.push(text)
     }
     this.chunks = chunks
+    this.hashes = []
     this.history = []
     this.historyTexts = 0
     this.changedKeys = []
@@ -117,69 +109,44 @@ export class JsonList {
 
   /** Adds the element of `key`, or replaces its text. */
   set (key: number, text: string): void {
-    const chunks = this.chunks
     const at = this.chunkIndexFor(key)
-    const chunk = chunks[at]
+    const chunk = this.chunks[at]
     if (chunk === undefined) {
-      chunks.push(newChunk([key], [text]))
+      this.chunks.push(newChunk([key], [text]))
     } else {
       const index = lowerBound(chunk.keys, key)
       if (chunk.keys[index] === key) {
         if (chunk.texts[index] === text) return
         chunk.texts[index] = text
-        this.changed(chunk)
-      } else if (index === 0) {
-        // A new first element (only the first chunk can start after `key`): the old first one
-        // keeps a chunk of its own if it starts one by its key.
-        if (startsChunk(chunk.keys[0]!)) {
-          chunks.unshift(newChunk([key], [text]))
-        } else {
-          chunk.keys.unshift(key)
-          chunk.texts.unshift(text)
-          this.changed(chunk)
-        }
-      } else if (startsChunk(key)) {
-        // `key` and the elements after it in this chunk become a chunk of their own.
-        const keys = chunk.keys.splice(index)
-        const texts = chunk.texts.splice(index)
-        this.changed(chunk)
-        chunks.splice(at + 1, 0, newChunk([key, ...keys], [text, ...texts]))
       } else {
         chunk.keys.splice(index, 0, key)
         chunk.texts.splice(index, 0, text)
-        this.changed(chunk)
+        if (chunk.keys.length >= 2 * CHUNK_SIZE) {
+          const half = chunk.keys.length >> 1
+          this.chunks.splice(at + 1, 0, newChunk(chunk.keys.splice(half), chunk.texts.splice(half)))
+        }
       }
+      chunk.bytes = undefined
     }
+    this.changedAt(at)
     this.changedKeys.push(key)
     this.changedTexts.push(text)
-    this.dirty = true
   }
 
   /** Removes the element of `key`, if there is one. */
   delete (key: number): void {
-    const chunks = this.chunks
     const at = this.chunkIndexFor(key)
-    const chunk = chunks[at]
+    const chunk = this.chunks[at]
     if (chunk === undefined) return
     const index = lowerBound(chunk.keys, key)
     if (chunk.keys[index] !== key) return
     chunk.keys.splice(index, 1)
     chunk.texts.splice(index, 1)
-    if (index === 0 && at > 0) {
-      // The key that started this chunk is gone: the rest belongs to the chunk before.
-      const previous = chunks[at - 1]!
-      previous.keys.push(...chunk.keys)
-      previous.texts.push(...chunk.texts)
-      this.changed(previous)
-      chunks.splice(at, 1)
-    } else if (chunk.keys.length === 0) {
-      chunks.splice(at, 1)
-    } else {
-      this.changed(chunk)
-    }
+    chunk.bytes = undefined
+    if (chunk.keys.length === 0) this.chunks.splice(at, 1)
+    this.changedAt(at)
     this.changedKeys.push(key)
     this.changedTexts.push(null)
-    this.dirty = true
   }
 
   /** The current version: the same object until the list changes. */
@@ -196,11 +163,8 @@ export class JsonList {
     this.changedTexts = []
     this.dirty = false
     const parts: Buffer[] = [OPEN]
-    const digests = createHash('sha256')
     for (const chunk of this.chunks) {
       chunk.bytes ??= Buffer.from(',' + chunk.texts.join(','))
-      chunk.digest ??= createHash('sha256').update(chunk.bytes).digest()
-      digests.update(chunk.digest)
       // The first chunk without its leading comma: a view, not a copy.
       parts.push(parts.length === 1 ? chunk.bytes.subarray(1) : chunk.bytes)
     }
@@ -215,7 +179,7 @@ export class JsonList {
       version,
       parts,
       byteLength,
-      digest: digests.digest('base64url'),
+      digest: this.digestOf(parts),
       get bytes () {
         bytes ??= Buffer.concat(parts, byteLength)
         return bytes
@@ -236,9 +200,23 @@ export class JsonList {
     return this.current
   }
 
-  private changed (chunk: Chunk): void {
-    chunk.bytes = undefined
-    chunk.digest = undefined
+  /** Chunk `at` (and so every one after it, which may have moved) is no longer as hashed. */
+  private changedAt (at: number): void {
+    if (this.hashes.length > at) this.hashes.length = at
+    this.dirty = true
+  }
+
+  /** The SHA-256 of '[', the chunks' parts and ']', resumed from the last state still valid. */
+  private digestOf (parts: readonly Buffer[]): string {
+    const hashes = this.hashes
+    let hash = hashes.length === 0 ? createHash('sha256').update(OPEN) : hashes.at(-1)!.copy()
+    // parts[i + 1] is chunk i.
+    for (let i = hashes.length; i < parts.length - 2; i++) {
+      hash.update(parts[i + 1]!)
+      hashes.push(hash)
+      hash = hash.copy()
+    }
+    return hash.update(CLOSE).digest('base64url')
   }
 
   private remember (change: Change): void {
