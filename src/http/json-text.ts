@@ -47,3 +47,22 @@ export class JsonListStream extends Readable {
     this.push(null)
   }
 }
+
+const versionsOfBytes = new WeakMap<Buffer, JsonListVersion>()
+
+/** Records that `bytes` is the body of `version` (the serializer sends a version's Buffer after its first stream). */
+export function bytesOfList (version: JsonListVersion): Buffer {
+  const { bytes } = version
+  versionsOfBytes.set(bytes, version)
+  return bytes
+}
+
+/**
+ * The list version a serialized body is, when it is one (a JsonListStream, or the Buffer the
+ * serializer sent in its place): later stages use its digest as the body's entity tag instead of
+ * hashing the bytes, the same tag however the body was sent.
+ */
+export function listVersionOf (payload: unknown): JsonListVersion | undefined {
+  if (payload instanceof JsonListStream) return payload.list
+  return Buffer.isBuffer(payload) ? versionsOfBytes.get(payload) : undefined
+}

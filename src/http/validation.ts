@@ -4,7 +4,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv'
 import { ResponseValidationError } from '../errors.js'
 import { createAjv } from '../openapi/ajv.js'
 import type { JsonListVersion } from '../store/json-list.js'
-import { JsonListStream, JsonText } from './json-text.js'
+import { bytesOfList, JsonListStream, JsonText } from './json-text.js'
 
 type JsonSchema = Record<string, unknown>
 
@@ -162,7 +162,7 @@ const streamedOnce = new WeakSet<JsonListVersion>()
  * the version, which Node sends with a single write and a Content-Length.
  */
 function bodyOf (version: JsonListVersion): Buffer | Readable {
-  if (streamedOnce.has(version)) return version.bytes
+  if (streamedOnce.has(version)) return bytesOfList(version)
   streamedOnce.add(version)
   return new JsonListStream(version)
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import t from 'tap'
 import { ResponseValidationError } from '../../src/errors.js'
@@ -5,6 +6,7 @@ import { JsonText } from '../../src/http/json-text.js'
 import { serializerCompiler } from '../../src/http/validation.js'
 import { loadDocument } from '../../src/openapi/document.js'
 import { JsonList, type JsonListVersion } from '../../src/store/json-list.js'
+import { buildTestApp } from '../helpers/app.js'
 
 // A list handed to the response serializer as a JsonListVersion is checked in full once; each
 // later version only by the elements changed since the last version that passed. Every changed
@@ -72,4 +74,24 @@ t.test('a schema with array constraints of its own is always checked in full', a
   await send(serialize, list.version())
   list.set(2, entry(2, 1))
   t.throws(() => serialized(serialize, list.version()), /must NOT have more than 1 item/, 'two items where one is the most')
+})
+
+t.test('a list version sent first as a stream, then as one Buffer: the same bytes, Content-Length and ETag (its SHA-256)', async (t) => {
+  const api = await buildTestApp(t, { logger: false })
+  const headers = await api.authHeader('pro')
+  const get = () => api.request({ method: 'GET', url: '/v1/inventory', headers })
+  await get()
+  const patched = await api.request({ method: 'PATCH', url: '/v1/inventory/3', headers: { ...headers, 'content-type': 'application/json' }, payload: { quantity: 41 } })
+  t.equal(patched.statusCode, 200)
+  const [streamed, buffered] = [await get(), await get()]
+  for (const [what, res] of [['streamed', streamed], ['buffered', buffered]] as const) {
+    t.equal(res.statusCode, 200, what)
+    t.equal(res.headers['content-length'], String(res.rawPayload.length), `${what}: Content-Length`)
+    t.equal(res.headers.etag, `"${createHash('sha256').update(res.rawPayload).digest('base64url')}"`, `${what}: the SHA-256 of the body`)
+  }
+  t.equal(streamed.body, buffered.body)
+  t.equal(streamed.headers.etag, buffered.headers.etag)
+  t.match(streamed.json(), [{}, {}, { petId: 3, quantity: 41 }])
+  const unchanged = await api.request({ method: 'GET', url: '/v1/inventory', headers: { ...headers, 'if-none-match': String(buffered.headers.etag) } })
+  t.equal(unchanged.statusCode, 304, 'its tag answers a conditional GET')
 })

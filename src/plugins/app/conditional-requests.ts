@@ -3,6 +3,8 @@ import zlib from 'node:zlib'
 import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { listVersionOf } from '../../http/json-text.js'
+import type { JsonListVersion } from '../../store/json-list.js'
 import { COMPRESSION_THRESHOLD, CONTENT_CODINGS, type ContentCoding, compressionOptions } from '../external/compress.js'
 
 /** A body and what is derived from it: the hash its entity tags are made of, and its encodings. */
@@ -71,6 +73,10 @@ function addVary (reply: FastifyReply, field: string): void {
  */
 async function conditionalRequests (app: FastifyInstance) {
   const cache = new WeakMap<Buffer, Representations>()
+  // A list version (src/store/json-list.ts), sent as a stream of its parts or as one Buffer: its
+  // hash is the SHA-256 the list keeps (hashed from the first chunk that changed, not the whole
+  // body); its bytes are only put together when a coding needs them.
+  const lists = new WeakMap<JsonListVersion, Representations>()
 
   const representationsOf = (payload: string | Buffer): { bytes: Buffer, entry: Representations } => {
     const bytes = typeof payload === 'string' ? Buffer.from(payload) : payload
@@ -84,12 +90,23 @@ async function conditionalRequests (app: FastifyInstance) {
 
   app.addHook('onSend', (request, reply, payload, done) => {
     if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return done(null, payload)
-    // Streams (the docs page's files) carry validators of their own.
-    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return done(null, payload)
+    const list = listVersionOf(payload)
+    // Other streams (the docs page's files) carry validators of their own.
+    if (list === undefined && typeof payload !== 'string' && !Buffer.isBuffer(payload)) return done(null, payload)
     if (!JSON_TYPE.test(String(reply.getHeader('content-type'))) || reply.hasHeader('etag') || reply.hasHeader('content-encoding')) return done(null, payload)
 
-    const { bytes, entry } = representationsOf(payload)
-    const compressible = bytes.length >= COMPRESSION_THRESHOLD
+    let entry: Representations
+    let bytesOf: () => Buffer
+    if (list === undefined) {
+      const representations = representationsOf(payload as string | Buffer)
+      entry = representations.entry
+      bytesOf = () => representations.bytes
+    } else {
+      entry = lists.get(list) ?? { hash: list.digest, encoded: {} }
+      lists.set(list, entry)
+      bytesOf = () => list.bytes
+    }
+    const compressible = (list?.byteLength ?? bytesOf().length) >= COMPRESSION_THRESHOLD
     const coding = compressible ? chooseCoding(request) : undefined
     if (compressible) addVary(reply, 'Accept-Encoding')
     const tag = coding === undefined ? `"${entry.hash}"` : `"${entry.hash}-${coding}"`
@@ -105,9 +122,13 @@ async function conditionalRequests (app: FastifyInstance) {
         return done(null, null)
       }
     }
-    if (coding === undefined) return done(null, payload)
+    if (coding === undefined) {
+      // A list streamed as its parts is sent with its length, as its Buffer would be.
+      if (list !== undefined) reply.header('content-length', String(list.byteLength))
+      return done(null, payload)
+    }
 
-    const encoded = entry.encoded[coding] ??= encode(bytes, coding)
+    const encoded = entry.encoded[coding] ??= encode(bytesOf(), coding)
     encoded.then((body) => {
       reply.header('content-encoding', coding)
       done(null, body)
