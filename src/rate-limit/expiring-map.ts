@@ -11,7 +11,7 @@ export class ExpiringMap<K, V> {
   // A Map iterator stays valid while the map changes: the sweep walks it across calls.
   private sweepCursor: Iterator<[K, Entry<V>]> | undefined
 
-  constructor (readonly maxEntries: number, readonly sweepBatch = 2000) {
+  constructor (readonly maxEntries: number, readonly sweepBatch = 1000) {
     if (!(maxEntries >= 1)) throw new RangeError('an ExpiringMap holds at least one entry')
   }
 

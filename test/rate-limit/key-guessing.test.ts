@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
 import { ExpiringMap } from '../../src/rate-limit/expiring-map.js'
+import { MemoryRateLimitStore } from '../../src/rate-limit/memory-store.js'
 import { KEY_GUARD_DEFAULTS, KeyGuard } from '../../src/rate-limit/key-guard.js'
 import { hashApiKey } from '../../src/store/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
@@ -13,7 +14,7 @@ import type { Store } from '../../src/store/types.js'
 import { tempDir, type Teardown } from '../helpers/app.js'
 import { expectError, expectUnauthorized } from '../helpers/assertions.js'
 import { document } from '../helpers/contract.js'
-import { bearer, limitedApp, limitHeaders, listInventory, testClock } from './helpers.js'
+import { bearer, limitedApp, limitHeaders, listInventory, START, testClock } from './helpers.js'
 
 const free = document.plans.free!
 const guess = () => `psk_${randomBytes(32).toString('base64url')}`
@@ -157,4 +158,29 @@ t.test('the caches are bounded, and a sweep does bounded work', async (t) => {
   t.same(guard.sizes(), { unknownKeys: 5, knownKeys: 5, limitedAddresses: 5 }, 'each of the guard\'s maps holds at most its bound')
   t.equal(guard.decide('a fresh key', () => '192.0.2.49'), 'not-checked', 'the newest limited address is still known')
   t.equal(guard.decide('a fresh key', () => '192.0.2.0'), 'look-up', 'an evicted one is looked up again (until the limiter names it again)')
+})
+
+t.test('the memory store sweeps ended windows a bounded batch at a time', async (t) => {
+  const store = new MemoryRateLimitStore()
+  const rule = { max: 60, banAfter: 10, banMs: 900_000 }
+  const clients = 100_000
+  for (let i = 0; i < clients; i++) {
+    const client = `ip:10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`
+    store.hit(client, 86_400_000, START, rule)
+    store.hit(client, 60_000, START, rule)
+  }
+  t.same(store.sizes(), { counters: 2 * clients, bans: 0 })
+
+  let now = START + 61_000 // every minute window has ended; the day windows have not
+  store.hit('ip:192.0.2.1', 60_000, now, rule)
+  const afterOne = store.sizes().counters
+  t.ok(afterOne >= 2 * clients - 1000, `one request sweeps at most 1,000 entries (${2 * clients - afterOne + 1} dropped)`)
+  let steps = 1
+  while (store.sizes().counters > clients + 1 && steps < 2000) {
+    now += 20
+    store.hit('ip:192.0.2.1', 60_000, now, rule)
+    steps++
+  }
+  t.equal(store.sizes().counters, clients + 1, `the ended windows are all gone after ${steps} steps, the day windows kept`)
+  t.ok(steps >= 200, 'in steps, not in one go')
 })
