@@ -151,13 +151,46 @@ t.test('the caches are bounded, and a sweep does bounded work', async (t) => {
   const clock = testClock()
   const guard = new KeyGuard({ now: clock.now, maxUnknownKeys: 5, maxLimitedAddresses: 5, maxKnownKeys: 5 })
   for (let i = 0; i < 50; i++) {
-    guard.found(`unknown ${i}`, false)
-    guard.found(`known ${i}`, true)
+    await guard.check(`unknown ${i}`, () => '198.51.100.1', async () => undefined)
+    await guard.check(`known ${i}`, () => '198.51.100.1', async () => ({ id: i }))
     guard.addressLimited(`192.0.2.${i}`, clock.now() + 60_000)
   }
-  t.same(guard.sizes(), { unknownKeys: 5, knownKeys: 5, limitedAddresses: 5 }, 'each of the guard\'s maps holds at most its bound')
-  t.equal(guard.decide('a fresh key', () => '192.0.2.49'), 'not-checked', 'the newest limited address is still known')
-  t.equal(guard.decide('a fresh key', () => '192.0.2.0'), 'look-up', 'an evicted one is looked up again (until the limiter names it again)')
+  t.same(guard.sizes(), { unknownKeys: 5, knownKeys: 5, limitedAddresses: 5, waitingLookups: 0 }, 'each of the guard\'s maps holds at most its bound')
+  let finds = 0
+  const find = async () => { finds++; return undefined }
+  t.equal(await guard.check('a fresh key', () => '192.0.2.49', find), 'not-checked', 'the newest limited address is still known')
+  t.equal(finds, 0)
+  t.equal(await guard.check('a fresh key', () => '192.0.2.0', find), undefined, 'an evicted one is looked up again (until the limiter names it again)')
+  t.equal(finds, 1)
+})
+
+t.test('keys this instance does not know are looked up two at a time; known keys never wait', async (t) => {
+  const clock = testClock()
+  const guard = new KeyGuard({ now: clock.now, maxNewKeyLookups: 2, maxWaitingLookups: 3 })
+  t.same(await guard.check('verified', () => '198.51.100.1', async () => ({ id: 'verified' })), { id: 'verified' })
+
+  let release!: () => void
+  const blocked = new Promise<void>((resolve) => { release = resolve })
+  const started: string[] = []
+  const slowFind = (name: string) => async () => {
+    started.push(name)
+    await blocked
+    return undefined
+  }
+  const pending = ['n1', 'n2', 'n3', 'n4', 'n5'].map((name) => guard.check(name, () => name === 'n5' ? '192.0.2.2' : '192.0.2.1', slowFind(name)))
+  t.equal(await guard.check('n6', () => '192.0.2.3', slowFind('n6')), 'busy', 'with two running and three waiting, the next is refused as busy')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(started, ['n1', 'n2'], 'two lookups run')
+  t.equal(guard.sizes().waitingLookups, 3, 'three wait their turn')
+
+  t.same(await guard.check('verified', () => '192.0.2.1', async () => ({ id: 'verified' })), { id: 'verified' }, 'a known key is looked up at once, past the queue')
+  guard.addressLimited('192.0.2.1', clock.now() + 60_000)
+  release()
+  t.same(await Promise.all(pending), [undefined, undefined, 'not-checked', 'not-checked', undefined],
+    'the waiting decide again on their turn: the two whose address was limited meanwhile are not looked up')
+  t.same(started, ['n1', 'n2', 'n5'])
+  t.equal(guard.sizes().waitingLookups, 0)
+  t.equal(await guard.check('n7', () => '192.0.2.3', async () => undefined), undefined, 'and the turns are all given back')
 })
 
 t.test('the memory store sweeps ended windows a bounded batch at a time', async (t) => {
@@ -183,4 +216,14 @@ t.test('the memory store sweeps ended windows a bounded batch at a time', async 
   }
   t.equal(store.sizes().counters, clients + 1, `the ended windows are all gone after ${steps} steps, the day windows kept`)
   t.ok(steps >= 200, 'in steps, not in one go')
+})
+
+t.test('a burst of concurrent guesses from one address costs about its allowance in lookups, not one per request', async (t) => {
+  const { lookups, from } = await guardedApp(t)
+  const answers = await Promise.all(Array.from({ length: 500 }, () => from('203.0.113.50', guess())))
+  const statuses = answers.map((res) => res.statusCode)
+  t.equal(statuses.filter((s) => s === 401).length, free.perMinute, `${free.perMinute} refused as unknown`)
+  t.equal(statuses.filter((s) => s === 429).length, 500 - free.perMinute, 'the rest limited, then banned')
+  t.comment(`${lookups()} lookups for 500 concurrent guesses`)
+  t.ok(lookups() <= free.perMinute + 10, `${lookups()} lookups: the allowance, and the few admitted before the limiter's answer for the address arrived`)
 })

@@ -9,10 +9,12 @@ export const BEARER_REALM = 'Bearer realm="petstore"'
 
 const invalidKey = () => new ApiError('unauthorized', 'invalid or revoked API key', { 'www-authenticate': `${BEARER_REALM}, error="invalid_token"` })
 
-// Answered only when the limiter does not refuse the request itself (its store failing open):
-// the key may well be valid, so it is not called invalid.
+// The two refusals of a key that was not looked up: it may well be valid, so it is not called
+// invalid. A limited address's request is answered by the limiter first (429 for the address);
+// this one only when the limiter's store fails open.
 const notChecked = () => new ApiError('rate_limited',
   'too many requests without a valid API key from this client address: the key was not checked; retry in 1 s', { 'retry-after': '1' })
+const busy = () => new ApiError('service_unavailable', 'too many API keys are being checked at once; retry in 1 s', { 'retry-after': '1' })
 
 /**
  * @fastify/bearer-auth without a hook of its own: it decorates `verifyBearerAuth`, which the
@@ -31,13 +33,11 @@ async function bearerAuthentication (app: FastifyInstance) {
     specCompliance: 'rfc6749',
     auth: async (key: string, request: FastifyRequest) => {
       const keyHash = hashApiKey(key)
-      const { keyGuard } = request.server.rateLimits
-      const decision = keyGuard.decide(keyHash, () => clientAddress(request))
-      if (decision === 'unknown') throw invalidKey()
-      if (decision === 'not-checked') throw notChecked()
-      const record = await request.server.store.findActiveApiKey(keyHash)
-      keyGuard.found(keyHash, record !== undefined)
-      if (record === undefined) throw invalidKey()
+      const { store } = request.server
+      const record = await request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => store.findActiveApiKey(keyHash))
+      if (record === undefined || record === 'unknown') throw invalidKey()
+      if (record === 'not-checked') throw notChecked()
+      if (record === 'busy') throw busy()
       request.apiKey = record
       return true
     }
