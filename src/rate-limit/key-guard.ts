@@ -6,7 +6,7 @@ export type KeyRefusal =
   | 'unknown'
   /** Its address is limited or banned, and has used its trickle of lookups. */
   | 'not-checked'
-  /** Too many keys this instance does not know are waiting to be looked up. */
+  /** Too many keys this instance does not know are waiting to be looked up, or this one waited too long. */
   | 'busy'
 
 type Admission = KeyRefusal | 'known' | 'new'
@@ -22,6 +22,8 @@ export interface KeyGuardOptions {
   maxNewKeyLookups?: number
   /** How many may wait; beyond that they are refused as 'busy'. */
   maxWaitingLookups?: number
+  /** How long one may wait (real time: while the store hangs, waiting longer helps no one); then 'busy'. */
+  maxWaitMs?: number
   maxUnknownKeys?: number
   maxKnownKeys?: number
   maxLimitedAddresses?: number
@@ -32,6 +34,7 @@ export const KEY_GUARD_DEFAULTS = {
   trickleMs: 1000,
   maxNewKeyLookups: 2,
   maxWaitingLookups: 1000,
+  maxWaitMs: 1000,
   maxUnknownKeys: 10_000,
   maxKnownKeys: 10_000,
   maxLimitedAddresses: 100_000
@@ -50,7 +53,8 @@ export const KEY_GUARD_DEFAULTS = {
  *   are refused unchecked, and the limiter answers them for the address as always.
  * - Keys this instance has not verified are looked up at most `maxNewKeyLookups` at a time, in
  *   turn, each deciding again when its turn comes (its address may have been limited meanwhile):
- *   guesses can hold that many of the store's connections, never all of them.
+ *   guesses can hold that many of the store's connections, never all of them. One that cannot
+ *   have its turn within `maxWaitMs` is refused as 'busy'.
  * - Keys this instance has verified are looked up at once, every time, from any address: they
  *   are counted per key, and a revocation takes effect on the very next request.
  *
@@ -151,15 +155,24 @@ export class KeyGuard {
     return record
   }
 
-  /** Resolves true when it is this lookup's turn, false when too many are waiting already. */
-  private async turn (): Promise<boolean> {
+  /** Resolves true when it is this lookup's turn; false when too many wait already, or it waited too long. */
+  private turn (): Promise<boolean> | boolean {
     if (this.running < this.settings.maxNewKeyLookups) {
       this.running++
       return true
     }
     if (this.waiting.length >= this.settings.maxWaitingLookups) return false
-    await new Promise<void>((resolve) => { this.waiting.push(resolve) })
-    return true
+    return new Promise<boolean>((resolve) => {
+      const grant = () => {
+        clearTimeout(timer)
+        resolve(true)
+      }
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(grant), 1)
+        resolve(false)
+      }, this.settings.maxWaitMs)
+      this.waiting.push(grant)
+    })
   }
 
   /** Hands the finished lookup's turn to the next one waiting. */

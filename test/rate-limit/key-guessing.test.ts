@@ -193,6 +193,19 @@ t.test('keys this instance does not know are looked up two at a time; known keys
   t.equal(await guard.check('n7', () => '192.0.2.3', async () => undefined), undefined, 'and the turns are all given back')
 })
 
+t.test('a lookup that cannot have its turn within maxWaitMs is refused as busy (a hanging store does not pile them up)', async (t) => {
+  const guard = new KeyGuard({ now: testClock().now, maxNewKeyLookups: 1, maxWaitMs: 50 })
+  let release!: () => void
+  const hanging = guard.check('first', () => '192.0.2.1', () => new Promise<undefined>((resolve) => { release = () => resolve(undefined) }))
+  const started = performance.now()
+  t.equal(await guard.check('second', () => '192.0.2.2', async () => undefined), 'busy')
+  t.ok(performance.now() - started >= 45, 'after waiting its 50 ms')
+  t.equal(guard.sizes().waitingLookups, 0, 'and no longer waiting')
+  release()
+  t.equal(await hanging, undefined)
+  t.equal(await guard.check('third', () => '192.0.2.3', async () => undefined), undefined, 'the turn was given back')
+})
+
 t.test('the memory store sweeps ended windows a bounded batch at a time', async (t) => {
   const store = new MemoryRateLimitStore()
   const rule = { max: 60, banAfter: 10, banMs: 900_000 }
