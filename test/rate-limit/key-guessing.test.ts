@@ -41,7 +41,8 @@ async function countingStore (t: Teardown): Promise<{ store: Store, lookups: () 
 async function guardedApp (t: Teardown) {
   const clock = testClock()
   const { store, lookups } = await countingStore(t)
-  const api = await limitedApp(t, 'memory', { clock, store })
+  // METRICS_PORT: the registry exists (read in-process here), though nothing listens on it.
+  const api = await limitedApp(t, 'memory', { clock, store, env: { METRICS_PORT: '0' } })
   const from = (remoteAddress: string, key: string) => listInventory(api, bearer(key), { remoteAddress })
   return { api, clock, store, lookups, from }
 }
@@ -60,6 +61,9 @@ t.test('a limited address: guessed keys cost at most one lookup a second; valid 
     t.equal(res.statusCode, 429, `guess ${i + 1} from the limited (then banned) address: 429`)
   }
   t.equal(lookups(), free.perMinute + 1, '200 more guesses in the same second: no lookup')
+  const failures = await api.app.metrics!.registry.getSingleMetric('auth_failures_total')!.get()
+  const byReason = Object.fromEntries(failures.values.map((v) => [v.labels.reason, v.value]))
+  t.same(byReason, { invalid_key: free.perMinute + 1, key_not_checked: 200 }, 'auth_failures_total tells the guesses looked up from those kept from the store')
   expectError(t, await from(guesser, guess()), 429, 'api_key_banned', 'the address is banned by now, as before')
 
   clock.advance(1000)
