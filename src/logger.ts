@@ -1,6 +1,7 @@
 import type { FastifyLoggerOptions, FastifyRequest } from 'fastify'
 import type { LoggerOptions as PinoOptions, TransportSingleOptions } from 'pino'
 import type { Config } from './config.js'
+import { requestAddress } from './rate-limit/client-address.js'
 
 export type LoggerOptions = FastifyLoggerOptions & Pick<PinoOptions, 'redact' | 'formatters'> & { transport?: TransportSingleOptions }
 
@@ -29,16 +30,18 @@ const secretsKept = {
     censor: REDACTED
   },
   serializers: {
-    // Fastify's own request fields, with the URL masked.
+    // Fastify's own request fields, with the URL masked, and the address the rate limits use
+    // (never an X-Forwarded-For value that is not an IP address).
     req: (request: FastifyRequest) => {
       const version = request.headers['accept-version']
+      const remoteAddress = requestAddress(request)
       const remotePort = request.socket?.remotePort
       return {
         method: request.method,
         url: maskKeys(request.url),
         ...(typeof version === 'string' ? { version } : {}),
         host: request.host,
-        remoteAddress: request.ip,
+        ...(remoteAddress === undefined ? {} : { remoteAddress }),
         ...(remotePort === undefined ? {} : { remotePort })
       }
     }

@@ -3,7 +3,9 @@
  * app.inject with a chosen peer address and X-Forwarded-For. The bucket a request landed in is
  * read from X-RateLimit-Remaining: requests in one bucket count down together.
  */
+import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
+import { loggerOptions } from '../../src/logger.js'
 import { document } from '../helpers/contract.js'
 import { limitedApp, limitHeaders, listInventory, testClock } from './helpers.js'
 
@@ -54,6 +56,24 @@ t.test('a value that is not an IP address is never used as one', async (t) => {
   const everyone = await proxiedApp(t, 'true')
   t.equal(await everyone.remaining('10.0.0.5', 'junk, 203.0.113.4'), free.perMinute - 1, 'TRUST_PROXY=true: junk at the far end is not used…')
   t.equal(await everyone.remaining('10.0.0.5', '203.0.113.4'), free.perMinute - 2, '…the hop that reported it is')
+})
+
+t.test('the logs name the same address: never a value that is not an IP address', async (t) => {
+  const lines: { msg: string, req?: { remoteAddress?: string } }[] = []
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line) as { msg: string })
+      done()
+    }
+  })
+  // The service's own logger options (its request serializer), written to this stream.
+  const logger = { ...loggerOptions({ logLevel: 'info', nodeEnv: 'test' }, false), stream }
+  const api = await limitedApp(t, 'memory', { clock: testClock(), env: { TRUST_PROXY: '10.0.0.5' }, logger })
+  for (const forwardedFor of ['x'.repeat(3000), '203.0.113.9, junk', '203.0.113.1']) {
+    await listInventory(api, { 'x-forwarded-for': forwardedFor }, { remoteAddress: '10.0.0.5' })
+  }
+  const logged = lines.filter((line) => line.msg === 'incoming request').map((line) => line.req?.remoteAddress)
+  t.same(logged, ['10.0.0.5', '10.0.0.5', '203.0.113.1'], 'junk is logged as the proxy that passed it on; a real client address as itself')
 })
 
 t.test('IPv6 clients are counted per /64; IPv4-mapped addresses as IPv4', async (t) => {
