@@ -52,6 +52,7 @@ function rawRequest (port: number, method: string, path: string, headers: Record
 t.test('SIGTERM drains in-flight requests, refuses new connections, then exits 0', async (t) => {
   const dir = tempDir(t)
   const databaseUrl = `sqlite:${join(dir, 'drain.db')}`
+  t.equal((await runCli('db', ['migrate'], { DATABASE_URL: databaseUrl })).code, 0, 'db seed needs a database: migrate creates it')
   const seeded = await runCli('db', ['seed', '--synthetic', '50000'], { DATABASE_URL: databaseUrl })
   t.equal(seeded.code, 0, 'a large inventory, so the list is a slow response')
 
@@ -130,7 +131,7 @@ t.test('NODE_ENV=production creates no demo key', async (t) => {
   t.equal(server.demoKey, undefined, 'no key in the start-up log')
   t.notOk(server.logs.some((l) => /psk_/.test(JSON.stringify(l))), 'no key anywhere in the log')
   const ready = server.logs.find((l) => String(l.msg).startsWith('Pet Store API ready'))!
-  t.match(ready.msg, 'http://127.0.0.1:3000/docs', 'the docs address (PUBLIC_BASE_URL default) is still printed')
+  t.match(ready.msg, `${server.baseUrl}/docs`, 'the docs address (PUBLIC_BASE_URL defaults to http://HOST:PORT) is still printed')
   t.equal(await server.stop(), 0)
 
   const db = new Database(file, { readonly: true })

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError, StoreUnavailableError } from '../../errors.js'
+import { ApiError, type ErrorCode, StoreUnavailableError } from '../../errors.js'
 import type { ApiKeyRecord } from '../../store/types.js'
 import { BEARER_REALM } from '../external/bearer-auth.js'
 import type { AuthFailureReason } from './metrics.js'
@@ -16,6 +16,13 @@ const headerFailures: Record<string, ApiError> = {
 const headerFailureReasons: Record<string, AuthFailureReason> = {
   FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER: 'missing',
   FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: 'scheme'
+}
+
+/** bearer-auth.ts's refusals, by code: an invalid key, or one the key guard did not let it look up. */
+const keyFailureReasons: Partial<Record<ErrorCode, AuthFailureReason>> = {
+  unauthorized: 'invalid_key',
+  rate_limited: 'key_not_checked',
+  service_unavailable: 'key_checks_busy'
 }
 
 /**
@@ -38,7 +45,7 @@ async function authentication (app: FastifyInstance) {
         return done(error)
       }
       const failure = error === undefined ? undefined : (error instanceof ApiError ? error : headerFailures[(error as { code?: string }).code ?? ''] ?? error)
-      if (error !== undefined) metrics?.authFailure(error instanceof ApiError ? 'invalid_key' : headerFailureReasons[(error as { code?: string }).code ?? ''] ?? 'error')
+      if (error !== undefined) metrics?.authFailure((error instanceof ApiError ? keyFailureReasons[error.code] : headerFailureReasons[(error as { code?: string }).code ?? '']) ?? 'error')
       app.rateLimits.count(request, reply, failure === undefined ? request.apiKey : null)
         .then(() => { done(failure) }, done)
     })

@@ -7,8 +7,12 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client
 import type { Store } from '../../store/types.js'
 
 export type RateLimitOutcome = 'allowed' | 'limited' | 'banned' | 'failed_open'
-/** Why a request under /v1 was not authenticated; `error` is a failure none of the others name (a bug). */
-export type AuthFailureReason = 'missing' | 'scheme' | 'invalid_key' | 'storage_unavailable' | 'error'
+/**
+ * Why a request under /v1 was not authenticated; `key_not_checked` and `key_checks_busy` are keys
+ * the key guard kept from the store (src/rate-limit/key-guard.ts); `error` is a failure none of
+ * the others name (a bug).
+ */
+export type AuthFailureReason = 'missing' | 'scheme' | 'invalid_key' | 'key_not_checked' | 'key_checks_busy' | 'storage_unavailable' | 'error'
 
 /** What the rest of the app reports; `app.metrics` is null without METRICS_PORT, so nothing is kept. */
 export interface Metrics {

@@ -1,8 +1,9 @@
-import { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../../errors.js'
 import type { PlanLimits } from '../../openapi/document.js'
+import { clientAddress } from '../../rate-limit/client-address.js'
+import { KeyGuard } from '../../rate-limit/key-guard.js'
 import { bindingWindow, DAY_MS, limitsFor, MINUTE_MS, secondsUntil, unixSeconds, windowAt, type WindowState } from '../../rate-limit/windows.js'
 import type { ApiKeyRecord } from '../../store/types.js'
 
@@ -15,11 +16,16 @@ export interface RateLimitPolicyOptions {
   now: () => number
 }
 
+/** How often the key guard's expired entries are swept, a bounded batch each time. */
+const SWEEP_INTERVAL_MS = 1000
+
 /** Who a request is counted for, and with which limits. */
 export interface RateLimitClient {
-  /** `key:<id>` for a valid API key, `ip:<address>` otherwise (IPv6 by /64). */
+  /** `key:<id>` for a valid API key, `ip:<address>` otherwise (see clientAddress). */
   key: string
   limits: PlanLimits
+  /** The client address, when the request is counted under it. */
+  address: string | null
 }
 
 // The day is counted before the minute, so the request whose minute count starts a ban has
@@ -41,12 +47,21 @@ function setHeaders (reply: FastifyReply, limit: number, remaining: number, rese
  * windows, whatever its answer, except while its client is banned. `@fastify/rate-limit` does the
  * counting, one limiter per window over the shared store (src/plugins/external/rate-limit.ts); its
  * `ban` threshold marks a ban, which the store keeps for RATE_LIMIT_BAN_SECONDS.
+ * What the limiter answers for an address also tells the key guard (src/rate-limit/key-guard.ts)
+ * which addresses are limited, so that their guessed keys stop reaching the store.
  */
 async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOptions) {
   const { now, plans } = options
   const metrics = app.metrics
   const anonymousLimits = limitsFor(null, plans) // the anonymous plan must exist: fail at boot, not per request
   app.decorateRequest('rateLimitClient', null)
+
+  const keyGuard = new KeyGuard({ now })
+  const sweeper = setInterval(() => { keyGuard.sweep() }, SWEEP_INTERVAL_MS).unref()
+  app.addHook('onClose', async () => {
+    clearInterval(sweeper)
+    keyGuard.clear()
+  })
 
   const limiters = windows.map((window) => ({
     ...window,
@@ -64,9 +79,11 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
     app.log.warn({ err: error }, 'rate-limit store unreachable: serving requests without rate limits (fail open) until it answers again')
   }
 
-  const clientFor = (request: FastifyRequest, apiKey: ApiKeyRecord | null): RateLimitClient => apiKey === null
-    ? { key: `ip:${normalizeIP(request.ip)}`, limits: anonymousLimits }
-    : { key: `key:${apiKey.id}`, limits: limitsFor(apiKey, plans) }
+  const clientFor = (request: FastifyRequest, apiKey: ApiKeyRecord | null): RateLimitClient => {
+    if (apiKey !== null) return { key: `key:${apiKey.id}`, limits: limitsFor(apiKey, plans), address: null }
+    const address = clientAddress(request)
+    return { key: `ip:${address}`, limits: anonymousLimits, address }
+  }
 
   /** Headers for a request that is not counted: the whole per-minute allowance. */
   const uncounted = (reply: FastifyReply, limits: PlanLimits, at: number) => {
@@ -97,6 +114,11 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
       }
 
       const banned = states.filter((state) => state.banned)
+      const exceeded = states.filter((state) => state.exceeded)
+      if (client.address !== null) {
+        const limiting = [...banned, ...exceeded]
+        keyGuard.addressLimited(client.address, limiting.length === 0 ? undefined : Math.max(...limiting.map((state) => state.resetAt)))
+      }
       if (banned.length > 0) {
         // Every banned window reports the ban's end; the headers name the tighter of their limits.
         const until = banned[0]!.resetAt
@@ -109,7 +131,7 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
       }
       const binding = bindingWindow(states)
       setHeaders(reply, binding.limit, binding.remaining, binding.resetAt)
-      if (states.some((state) => state.exceeded)) {
+      if (exceeded.length > 0) {
         const retryAfter = secondsUntil(at, binding.resetAt)
         metrics?.rateLimitDecision('limited')
         throw new ApiError('rate_limited',
@@ -122,7 +144,9 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
     /** A request whose caller could not be identified (storage down): answered uncounted, per key or address. */
     skip (request: FastifyRequest, reply: FastifyReply): void {
       uncounted(reply, clientFor(request, null).limits, now())
-    }
+    },
+
+    keyGuard
   })
 }
 
@@ -134,6 +158,8 @@ declare module 'fastify' {
     rateLimits: {
       count: (request: FastifyRequest, reply: FastifyReply, apiKey: ApiKeyRecord | null) => Promise<void>
       skip: (request: FastifyRequest, reply: FastifyReply) => void
+      /** Which presented keys are worth a store lookup; bearer-auth asks it before each one. */
+      keyGuard: KeyGuard
     }
   }
 }

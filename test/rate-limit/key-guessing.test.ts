@@ -1,0 +1,246 @@
+/**
+ * Guessing costs the guesser, not the database (issue 13, item 2), through app.inject on the
+ * test's clock: the store is wrapped to count key lookups, the only cost a guessed key has.
+ */
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import t from 'tap'
+import { ExpiringMap } from '../../src/rate-limit/expiring-map.js'
+import { MemoryRateLimitStore } from '../../src/rate-limit/memory-store.js'
+import { KEY_GUARD_DEFAULTS, KeyGuard } from '../../src/rate-limit/key-guard.js'
+import { hashApiKey } from '../../src/store/api-keys.js'
+import { createStore } from '../../src/store/create-store.js'
+import type { Store } from '../../src/store/types.js'
+import { tempDir, type Teardown } from '../helpers/app.js'
+import { expectError, expectUnauthorized } from '../helpers/assertions.js'
+import { document } from '../helpers/contract.js'
+import { bearer, limitedApp, limitHeaders, listInventory, START, testClock } from './helpers.js'
+
+const free = document.plans.free!
+const guess = () => `psk_${randomBytes(32).toString('base64url')}`
+
+/** A SQLite store whose key lookups are counted. */
+async function countingStore (t: Teardown): Promise<{ store: Store, lookups: () => number }> {
+  const inner = await createStore(`sqlite:${join(tempDir(t), 'counted.db')}`)
+  let lookups = 0
+  const store = new Proxy(inner, {
+    get (target, property, receiver) {
+      if (property === 'findActiveApiKey') {
+        return (keyHash: string) => {
+          lookups++
+          return target.findActiveApiKey(keyHash)
+        }
+      }
+      const value = Reflect.get(target, property, receiver) as unknown
+      return typeof value === 'function' ? value.bind(target) : value
+    }
+  })
+  return { store, lookups: () => lookups }
+}
+
+async function guardedApp (t: Teardown) {
+  const clock = testClock()
+  const { store, lookups } = await countingStore(t)
+  // METRICS_PORT: the registry exists (read in-process here), though nothing listens on it.
+  const api = await limitedApp(t, 'memory', { clock, store, env: { METRICS_PORT: '0' } })
+  const from = (remoteAddress: string, key: string) => listInventory(api, bearer(key), { remoteAddress })
+  return { api, clock, store, lookups, from }
+}
+
+t.test('a limited address: guessed keys cost at most one lookup a second; valid keys still get in', async (t) => {
+  const { api, clock, lookups, from } = await guardedApp(t)
+  const guesser = '203.0.113.7'
+
+  for (let i = 1; i <= free.perMinute; i++) expectUnauthorized(t, await from(guesser, guess()), `guess ${i}`)
+  t.equal(lookups(), free.perMinute, 'within its limit every guess is looked up')
+  expectError(t, await from(guesser, guess()), 429, 'rate_limited', 'the first guess over the limit')
+  t.equal(lookups(), free.perMinute + 1, 'is looked up too: only its answer says the address is limited')
+
+  for (let i = 0; i < 200; i++) {
+    const res = await from(guesser, guess())
+    t.equal(res.statusCode, 429, `guess ${i + 1} from the limited (then banned) address: 429`)
+  }
+  t.equal(lookups(), free.perMinute + 1, '200 more guesses in the same second: no lookup')
+  const failures = await api.app.metrics!.registry.getSingleMetric('auth_failures_total')!.get()
+  const byReason = Object.fromEntries(failures.values.map((v) => [v.labels.reason, v.value]))
+  t.same(byReason, { invalid_key: free.perMinute + 1, key_not_checked: 200 }, 'auth_failures_total tells the guesses looked up from those kept from the store')
+  expectError(t, await from(guesser, guess()), 429, 'api_key_banned', 'the address is banned by now, as before')
+
+  clock.advance(1000)
+  for (let i = 0; i < 20; i++) t.equal((await from(guesser, guess())).statusCode, 429)
+  t.equal(lookups(), free.perMinute + 2, 'a second later: one lookup (the trickle), however many guesses')
+
+  const valid = await api.createKey('pro')
+  expectError(t, await from(guesser, valid), 429, 'api_key_banned', 'a valid key this instance has not seen, after the trickle was spent: refused unchecked')
+  t.equal(lookups(), free.perMinute + 2, 'and not looked up')
+  clock.advance(1000)
+  const inside = await from(guesser, valid)
+  t.equal(inside.statusCode, 200, 'a second later the valid key gets in')
+  t.same(limitHeaders(inside).remaining, document.plans.pro!.perMinute - 1, 'counted for the key, with its plan\'s numbers')
+
+  const before = lookups()
+  for (let i = 2; i <= 5; i++) {
+    const res = await from(guesser, valid)
+    t.equal(res.statusCode, 200, `known key, request ${i} from the banned address: 200`)
+    t.equal(limitHeaders(res).remaining, document.plans.pro!.perMinute - i, 'counted per key as always')
+  }
+  t.equal(lookups(), before + 4, 'a known key is looked up every time: the store stays the authority')
+
+  const elsewhere = await api.createKey('free')
+  t.equal((await from('198.51.100.1', elsewhere)).statusCode, 200, 'a key first verified from another address…')
+  t.equal((await from(guesser, elsewhere)).statusCode, 200, '…is known, and gets in from the banned address at once')
+
+  expectUnauthorized(t, await from('198.51.100.2', guess()), 'another address: its guesses are looked up and refused as usual')
+  t.equal(lookups(), before + 4 + 3, 'as lookups')
+})
+
+t.test('a revoked key is refused at once, then its repeats cost nothing', async (t) => {
+  const { api, clock, lookups, from } = await guardedApp(t)
+  const secret = await api.createKey('free')
+  t.equal((await from('198.51.100.1', secret)).statusCode, 200)
+  const [record] = await api.store.listApiKeys()
+  await api.store.revokeApiKey(record!.id)
+
+  expectUnauthorized(t, await from('198.51.100.1', secret), 'the very next request after the revocation')
+  const after = lookups()
+  for (let i = 0; i < 10; i++) expectUnauthorized(t, await from(`198.51.100.${10 + i}`, secret), `repeat ${i + 1}, from anywhere`)
+  t.equal(lookups(), after, 'no lookup for the repeats')
+  clock.advance(KEY_GUARD_DEFAULTS.unknownKeyMs)
+  expectUnauthorized(t, await from('198.51.100.1', secret), 'once the negative cache entry has expired…')
+  t.equal(lookups(), after + 1, '…the store is asked again')
+})
+
+t.test(`an unknown key is remembered for ${KEY_GUARD_DEFAULTS.unknownKeyMs} ms: a key created meanwhile works once that has passed`, async (t) => {
+  const { api, clock, store, lookups, from } = await guardedApp(t)
+  const secret = guess()
+  expectUnauthorized(t, await from('198.51.100.1', secret), 'unknown')
+  t.equal(lookups(), 1)
+  for (let i = 0; i < 5; i++) expectUnauthorized(t, await from('198.51.100.2', secret), `repeat ${i + 1}`)
+  t.equal(lookups(), 1, 'repeats are not looked up')
+
+  // An operator creates a key with exactly this secret (as `keys create` would, had it drawn it).
+  await store.createApiKey({ id: 'key_created_late', name: 'late', plan: 'free', keyHash: hashApiKey(secret), perMinute: null, perDay: null })
+  clock.advance(KEY_GUARD_DEFAULTS.unknownKeyMs - 1)
+  expectUnauthorized(t, await from('198.51.100.1', secret), 'still refused just before the entry expires')
+  t.equal(lookups(), 1)
+  clock.advance(1)
+  const res = await from('198.51.100.1', secret)
+  t.equal(res.statusCode, 200, 'accepted once the entry has expired')
+  t.equal(lookups(), 2)
+  t.equal(api.app.rateLimits.keyGuard.sizes().knownKeys, 1, 'and now known')
+})
+
+t.test('the caches are bounded, and a sweep does bounded work', async (t) => {
+  const map = new ExpiringMap<string, number>(3, 2)
+  for (const [i, key] of ['a', 'b', 'c', 'd'].entries()) map.set(key, i, 100)
+  t.equal(map.size, 3, 'never more than maxEntries')
+  t.equal(map.get('a', 0), undefined, 'the entry written longest ago went first')
+  map.set('b', 10, 100)
+  map.set('e', 4, 100)
+  t.equal(map.get('c', 0), undefined, 'writing an entry again makes it the newest')
+  t.equal(map.get('b', 0), 10)
+  t.equal(map.get('b', 100), undefined, 'an entry has expired at its expiry time')
+
+  const many = new ExpiringMap<number, true>(300_000, 2000)
+  for (let i = 0; i < 250_000; i++) many.set(i, true, i % 2 === 0 ? 50 : 200)
+  t.equal(many.sweep(100), 1000, 'one sweep inspects 2,000 entries, of which half have expired')
+  t.equal(many.size, 249_000)
+  let sweeps = 1
+  while (many.size > 125_000) {
+    many.sweep(100)
+    sweeps++
+  }
+  t.equal(sweeps, 125, 'successive sweeps go on where the last stopped, until all the expired are gone')
+
+  const clock = testClock()
+  const guard = new KeyGuard({ now: clock.now, maxUnknownKeys: 5, maxLimitedAddresses: 5, maxKnownKeys: 5 })
+  for (let i = 0; i < 50; i++) {
+    await guard.check(`unknown ${i}`, () => '198.51.100.1', async () => undefined)
+    await guard.check(`known ${i}`, () => '198.51.100.1', async () => ({ id: i }))
+    guard.addressLimited(`192.0.2.${i}`, clock.now() + 60_000)
+  }
+  t.same(guard.sizes(), { unknownKeys: 5, knownKeys: 5, limitedAddresses: 5, waitingLookups: 0 }, 'each of the guard\'s maps holds at most its bound')
+  let finds = 0
+  const find = async () => { finds++; return undefined }
+  t.equal(await guard.check('a fresh key', () => '192.0.2.49', find), 'not-checked', 'the newest limited address is still known')
+  t.equal(finds, 0)
+  t.equal(await guard.check('a fresh key', () => '192.0.2.0', find), undefined, 'an evicted one is looked up again (until the limiter names it again)')
+  t.equal(finds, 1)
+})
+
+t.test('keys this instance does not know are looked up two at a time; known keys never wait', async (t) => {
+  const clock = testClock()
+  const guard = new KeyGuard({ now: clock.now, maxNewKeyLookups: 2, maxWaitingLookups: 3 })
+  t.same(await guard.check('verified', () => '198.51.100.1', async () => ({ id: 'verified' })), { id: 'verified' })
+
+  let release!: () => void
+  const blocked = new Promise<void>((resolve) => { release = resolve })
+  const started: string[] = []
+  const slowFind = (name: string) => async () => {
+    started.push(name)
+    await blocked
+    return undefined
+  }
+  const pending = ['n1', 'n2', 'n3', 'n4', 'n5'].map((name) => guard.check(name, () => name === 'n5' ? '192.0.2.2' : '192.0.2.1', slowFind(name)))
+  t.equal(await guard.check('n6', () => '192.0.2.3', slowFind('n6')), 'busy', 'with two running and three waiting, the next is refused as busy')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(started, ['n1', 'n2'], 'two lookups run')
+  t.equal(guard.sizes().waitingLookups, 3, 'three wait their turn')
+
+  t.same(await guard.check('verified', () => '192.0.2.1', async () => ({ id: 'verified' })), { id: 'verified' }, 'a known key is looked up at once, past the queue')
+  guard.addressLimited('192.0.2.1', clock.now() + 60_000)
+  release()
+  t.same(await Promise.all(pending), [undefined, undefined, 'not-checked', 'not-checked', undefined],
+    'the waiting decide again on their turn: the two whose address was limited meanwhile are not looked up')
+  t.same(started, ['n1', 'n2', 'n5'])
+  t.equal(guard.sizes().waitingLookups, 0)
+  t.equal(await guard.check('n7', () => '192.0.2.3', async () => undefined), undefined, 'and the turns are all given back')
+})
+
+t.test('a lookup that cannot have its turn within maxWaitMs is refused as busy (a hanging store does not pile them up)', async (t) => {
+  const guard = new KeyGuard({ now: testClock().now, maxNewKeyLookups: 1, maxWaitMs: 50 })
+  let release!: () => void
+  const hanging = guard.check('first', () => '192.0.2.1', () => new Promise<undefined>((resolve) => { release = () => resolve(undefined) }))
+  const started = performance.now()
+  t.equal(await guard.check('second', () => '192.0.2.2', async () => undefined), 'busy')
+  t.ok(performance.now() - started >= 45, 'after waiting its 50 ms')
+  t.equal(guard.sizes().waitingLookups, 0, 'and no longer waiting')
+  release()
+  t.equal(await hanging, undefined)
+  t.equal(await guard.check('third', () => '192.0.2.3', async () => undefined), undefined, 'the turn was given back')
+})
+
+t.test('the memory store sweeps ended windows a bounded batch at a time', async (t) => {
+  const store = new MemoryRateLimitStore()
+  const rule = { max: 60, banAfter: 10, banMs: 900_000 }
+  const clients = 100_000
+  for (let i = 0; i < clients; i++) {
+    const client = `ip:10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`
+    store.hit(client, 86_400_000, START, rule)
+    store.hit(client, 60_000, START, rule)
+  }
+  t.same(store.sizes(), { counters: 2 * clients, bans: 0 })
+
+  let now = START + 61_000 // every minute window has ended; the day windows have not
+  store.hit('ip:192.0.2.1', 60_000, now, rule)
+  const afterOne = store.sizes().counters
+  t.ok(afterOne >= 2 * clients - 1000, `one request sweeps at most 1,000 entries (${2 * clients - afterOne + 1} dropped)`)
+  let steps = 1
+  while (store.sizes().counters > clients + 1 && steps < 2000) {
+    now += 20
+    store.hit('ip:192.0.2.1', 60_000, now, rule)
+    steps++
+  }
+  t.equal(store.sizes().counters, clients + 1, `the ended windows are all gone after ${steps} steps, the day windows kept`)
+  t.ok(steps >= 200, 'in steps, not in one go')
+})
+
+t.test('a burst of concurrent guesses from one address costs about its allowance in lookups, not one per request', async (t) => {
+  const { lookups, from } = await guardedApp(t)
+  const answers = await Promise.all(Array.from({ length: 500 }, () => from('203.0.113.50', guess())))
+  const statuses = answers.map((res) => res.statusCode)
+  t.equal(statuses.filter((s) => s === 401).length, free.perMinute, `${free.perMinute} refused as unknown`)
+  t.equal(statuses.filter((s) => s === 429).length, 500 - free.perMinute, 'the rest limited, then banned')
+  t.comment(`${lookups()} lookups for 500 concurrent guesses`)
+  t.ok(lookups() <= free.perMinute + 10, `${lookups()} lookups: the allowance, and the few admitted before the limiter's answer for the address arrived`)
+})

@@ -1,0 +1,83 @@
+/**
+ * Secrets stay out of logs (issue 13, item 6): the service's own logger options (serverOptions)
+ * at trace level, every line captured, while requests carry keys in every place a client might
+ * put one, valid and invalid.
+ */
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import Fastify from 'fastify'
+import t from 'tap'
+import app, { serverOptions } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { maskKeys } from '../../src/logger.js'
+import { issueApiKey } from '../../src/store/api-keys.js'
+import { tempDir } from '../helpers/app.js'
+
+/** A pino destination that keeps every line as written. */
+function logCapture () {
+  const lines: string[] = []
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter((line) => line.trim() !== ''))
+      done()
+    }
+  })
+  return { lines, stream }
+}
+
+t.test('no key material in any log line, whatever the request; the authorization header is censored where headers are logged', async (t) => {
+  const config = loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'log.db')}`, LOG_LEVEL: 'trace' })
+  const { lines, stream } = logCapture()
+  const options = serverOptions(config)
+  const server = Fastify({ ...options, logger: { ...options.logger as object, stream } })
+  t.teardown(() => server.close())
+  // Code that logs a request's headers, as a debugging session might add.
+  server.addHook('onRequest', async (request) => { request.log.info({ headers: request.headers }, 'headers seen') })
+  server.addHook('onError', async (request, _reply, error) => { request.log.info({ req: request, err: error, request: { headers: request.headers } }, 'failed') })
+  await server.register(app, { config })
+  await server.ready()
+
+  const valid = (await issueApiKey(server.store, { name: 'logged', plan: 'free' })).secret
+  const unknown = `psk_${'Q'.repeat(43)}`
+  const requests: { url: string, headers?: Record<string, string> }[] = [
+    { url: '/v1/inventory', headers: { authorization: `Bearer ${valid}` } },
+    { url: '/v1/inventory', headers: { authorization: `Bearer ${unknown}` } },
+    { url: '/v1/inventory', headers: { authorization: `bearer ${valid}` } },
+    { url: '/v1/inventory', headers: { authorization: `Basic ${Buffer.from(`user:${valid}`).toString('base64')}` } },
+    { url: '/v1/inventory', headers: { authorization: valid } },
+    { url: '/v1/inventory', headers: { 'x-api-key': valid, 'proxy-authorization': `Bearer ${valid}` } },
+    { url: `/v1/inventory?access_token=${valid}` },
+    { url: `/v1/inventory?api_key=${valid}&x=1` },
+    { url: `/v1/${valid}`, headers: { authorization: `Bearer ${valid}` } },
+    { url: `/v1/pets/${valid}`, headers: { authorization: `Bearer ${valid}` } },
+    { url: `/v1/%zz${valid}` },
+    { url: `/docs?key=${valid}` }
+  ]
+  const statuses = []
+  for (const request of requests) statuses.push((await server.inject({ method: 'GET', ...request })).statusCode)
+  t.same(statuses, [200, 401, 200, 401, 401, 401, 401, 401, 404, 400, 400, 200], 'the requests were answered (a valid key, an unknown one, keys in headers, query and path)')
+
+  const text = lines.join('\n')
+  t.ok(lines.length > requests.length * 3, `${lines.length} lines logged at trace level`)
+  for (const [name, secret] of [['the valid key', valid], ['the unknown key', unknown]] as const) {
+    t.notOk(text.includes(secret.slice(4, 20)), `${name} does not appear, not even in part`)
+  }
+  t.notOk(text.includes(Buffer.from(`user:${valid}`).toString('base64')), 'nor the Basic credentials that hold it')
+
+  const headerLines = lines.map((line) => JSON.parse(line) as { msg: string, headers?: Record<string, unknown> }).filter((l) => l.msg === 'headers seen')
+  t.equal(headerLines.length, requests.length - 1, 'every routed request\'s headers were logged (the undecodable URL is refused before routing)')
+  const sent = headerLines.filter((l) => l.headers?.authorization !== undefined)
+  t.ok(sent.length >= 6 && sent.every((l) => l.headers?.authorization === '[redacted]'), 'Authorization is censored wherever it was sent')
+  t.ok(headerLines.some((l) => l.headers?.['x-api-key'] === '[redacted]' && l.headers['proxy-authorization'] === '[redacted]'), 'so are X-Api-Key and Proxy-Authorization')
+  t.ok(headerLines.every((l) => typeof l.headers?.['user-agent'] === 'string'), 'other headers are kept')
+  t.ok(lines.some((line) => line.includes('"url":"/v1/inventory?access_token=[redacted]"')), 'a key sent as a query parameter is masked in the logged URL')
+  t.ok(lines.some((line) => line.includes('/v1/psk_[redacted]')), 'so is one pasted into the path')
+})
+
+t.test('maskKeys: keys, Bearer credentials and credential parameters; other text untouched', async (t) => {
+  t.equal(maskKeys('GET /v1/inventory?limit=5'), 'GET /v1/inventory?limit=5')
+  t.equal(maskKeys('/x/psk_AbC-_9?y=psk_Z'), '/x/psk_[redacted]?y=psk_[redacted]')
+  t.equal(maskKeys('Authorization: Bearer abc.def'), 'Authorization: Bearer [redacted]')
+  t.equal(maskKeys('/v1?token=abc&api_key=def&apikey=g&access_token=h#f'), '/v1?token=[redacted]&api_key=[redacted]&apikey=[redacted]&access_token=[redacted]#f')
+  t.equal(maskKeys('monkey=banana'), 'monkey=banana', 'a word ending in key is not a key parameter')
+})
