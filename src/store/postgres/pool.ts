@@ -12,11 +12,8 @@ export interface PostgresStoreOptions {
 const BULK_TIMEOUT_MS = 10 * 60_000
 
 // Ids are capped at 2^53-1 by openapi.yaml, so BIGINT values are exact as JavaScript numbers.
-const INT8_OID = 20
 const typeParsers: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: string) => oid === INT8_OID
-    ? (value: string) => Number(value)
-    : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser']
+  getTypeParser: (oid, format) => oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)
 }
 
 export function openPool (connectionString: string, options: PostgresStoreOptions): pg.Pool {
@@ -75,7 +72,11 @@ export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Pro
   } catch (error) {
     throw translate(error)
   }
-  const run: Run = (text, values) => client.query({ text, values, query_timeout: BULK_TIMEOUT_MS + 1000 } as pg.QueryConfig)
+  const run: Run = (text, values) => {
+    // pg reads query_timeout per query too, though its types do not declare it.
+    const config: pg.QueryConfig & { query_timeout: number } = { text, values: values ?? [], query_timeout: BULK_TIMEOUT_MS + 1000 }
+    return client.query(config)
+  }
   let discard = false
   try {
     await run('BEGIN')
