@@ -245,6 +245,25 @@ t.test('a bulk write too large to name its ids announces "everything changed"', 
   t.ok(payloads.every((p) => Buffer.byteLength(p) < 8000), 'no payload over the limit')
 })
 
+t.test('a PATCH is announced once, by the writer after its commit; other writes by their triggers', async (t) => {
+  const { schema, stores: [a] } = await stores(t, 1)
+  const psql = await sqlSession(t, schema)
+  await addSyntheticPets(a!, 3)
+  const payloads: string[] = []
+  psql.on('notification', (message) => payloads.push(message.payload ?? ''))
+  await psql.query(`LISTEN "petstore ${schema.schema}"`)
+  await a!.updateInventory(2, 9)
+  await a!.updateInventory(7, 9)
+  await a!.createApiKey({ id: 'key_n', name: 'n', plan: 'free', keyHash: 'hash-n', perMinute: null, perDay: null })
+  await psql.query('SET petstore.announce = off')
+  await psql.query('UPDATE inventory SET quantity = 1')
+  await psql.query('RESET petstore.announce')
+  await psql.query('UPDATE inventory SET quantity = 2 WHERE pet_id = 3')
+  await psql.query('SELECT 1')
+  t.same(payloads, ['pet 2', 'pet 7', 'key hash-n', 'pet 3'],
+    'one notification per PATCH (also of an unknown pet), none from a session that turned announcing off')
+})
+
 t.test('a lost listening connection: caches dropped, reads from the database until listening again, then caches resume', async (t) => {
   const { schema, stores: [a, b] } = await stores(t, 2)
   const psql = await sqlSession(t, schema)

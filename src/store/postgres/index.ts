@@ -8,7 +8,7 @@ import { ChangeFeed, type Changed } from './changes.js'
 import { deepFreeze, EntryCache } from './entry-cache.js'
 import { importCatalogue } from './import.js'
 import { Invalidations } from './invalidations.js'
-import { bulkTransaction, openPool, query, type PostgresStoreOptions } from './pool.js'
+import { bulkTransaction, openPool, query, writeAndAnnounce, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
 
 /** First key of the advisory lock that serialises migrations; the second is the schema's name. */
@@ -233,8 +233,11 @@ export function createPostgresStore (connectionString: string, options: Postgres
       petChanges.beginWrite(petId)
       let row: UpdatedInventoryRow | undefined
       try {
-        row = await first<UpdatedInventoryRow>('updateInventory', [quantity, petId])
+        [row] = await writeAndAnnounce<UpdatedInventoryRow>(pool,
+          { name: 'updateInventory', text: sql.updateInventory, values: [quantity, petId] },
+          { name: 'announce', text: sql.announce, values: [`pet ${petId}`] })
       } catch (error) {
+        if (connectionFailed(error)) feed.restart()
         petChanges.endWrite(petId)
         kinds.pets.changed([petId])
         throw error

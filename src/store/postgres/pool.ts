@@ -30,7 +30,9 @@ export function openPool (connectionString: string, options: PostgresStoreOption
     keepAlive: true,
     idleTimeoutMillis: 30_000,
     application_name: 'petstore',
-    types: typeParsers
+    types: typeParsers,
+    // Statements given to one connection together go out together (writeAndAnnounce).
+    pipeline: true
   })
   // An idle connection that breaks (server restart, network cut) is removed from the pool and
   // reported here; without a listener the process would crash. Requests report their own errors.
@@ -100,4 +102,24 @@ export async function query<R extends pg.QueryResultRow> (pool: pg.Pool, text: s
   } catch (error) {
     throw translate(error)
   }
+}
+
+/**
+ * A write, then its announcement, each in its own transaction, sent together on one connection:
+ * one round trip. A failed announcement is tried once more on another connection; the write's
+ * outcome is what the caller gets.
+ */
+export async function writeAndAnnounce<R extends pg.QueryResultRow> (pool: pg.Pool, write: pg.QueryConfig, announcement: pg.QueryConfig): Promise<R[]> {
+  let client: pg.PoolClient
+  try {
+    client = await pool.connect()
+  } catch (error) {
+    throw translate(error)
+  }
+  const [written, announced] = await Promise.allSettled([client.query<R>(write), client.query(announcement)])
+  const failure = written.status === 'rejected' ? written.reason : announced.status === 'rejected' ? announced.reason : undefined
+  client.release(failure !== undefined && !(failure instanceof pg.DatabaseError))
+  if (written.status === 'rejected') throw translate(written.reason)
+  if (announced.status === 'rejected') pool.query(announcement).catch(() => {})
+  return written.value.rows
 }

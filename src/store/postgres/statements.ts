@@ -22,8 +22,13 @@ export const sql = {
     FROM ${inventoryRows('WHERE i.pet_id = ANY($1::bigint[])')}`,
   // One statement: the row lock serialises concurrent writers, and the status is computed from
   // the quantity this very statement wrote. With the entry's JSON text, for the cached list.
-  updateInventory: `WITH f AS (UPDATE inventory i SET quantity = $1 WHERE i.pet_id = $2 RETURNING ${inventorySelectList('i')})
+  // The triggers stay quiet for it (petstore.announce is 'off' until its transaction ends): the
+  // writer sends `announce` after it (see migration 002 for why).
+  updateInventory: `WITH f AS (UPDATE inventory i SET quantity = $1
+      FROM (SELECT set_config('petstore.announce', 'off', true)) AS quiet
+      WHERE i.pet_id = $2 RETURNING ${inventorySelectList('i')})
     SELECT f.*, ${postgresInventoryJson('f')} AS json FROM f`,
+  announce: 'SELECT petstore_notify(current_schema(), $1)',
   getPet: `SELECT p.id, p.name, p.category_id, p.category_name, p.photo_urls, p.tags,
       ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status
     FROM pets p LEFT JOIN inventory i ON i.pet_id = p.id WHERE p.id = $1`,

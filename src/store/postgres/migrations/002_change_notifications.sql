@@ -15,10 +15,17 @@ CREATE FUNCTION petstore_channel(schema_name text) RETURNS text
 
 -- Sends the notification; a payload past PostgreSQL's 8000-byte limit becomes "everything of
 -- these tags changed" (each instance then reloads those caches).
+--
+-- A transaction that notifies holds a database-wide lock from just before its commit until after
+-- it, so notifying writes commit one at a time, each waiting for the previous one's WAL flush. On
+-- the request path (PATCH) the service therefore sets petstore.announce to 'off' for the writing
+-- transaction and announces the write itself right after its commit, in a transaction of its
+-- own that writes nothing (sent together with the write: one round trip). Every other writer
+-- (imports, the keys CLI, psql) is announced here, atomically with its commit.
 CREATE FUNCTION petstore_notify(schema_name text, payload text) RETURNS void
   LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
   BEGIN
-    IF payload IS NULL OR payload = '' THEN RETURN; END IF;
+    IF payload IS NULL OR payload = '' OR current_setting('petstore.announce', true) = 'off' THEN RETURN; END IF;
     IF octet_length(payload) > 7900 THEN
       payload := regexp_replace(payload, '(pet|order|key) [^ ]+', '\1 *', 'g');
     END IF;
