@@ -264,6 +264,32 @@ t.test('a PATCH is announced once, by the writer after its commit; other writes 
     'one notification per PATCH (also of an unknown pet), none from a session that turned announcing off')
 })
 
+t.test('PATCHes of one event-loop turn share one statement and one announcement; each gets its own row', async (t) => {
+  const { schema, stores: [a] } = await stores(t, 1)
+  const psql = await sqlSession(t, schema)
+  await addSyntheticPets(a!, 3)
+  await a!.importCatalogue({ orders: [order(1, 2, 2, 'placed')] })
+  const payloads: string[] = []
+  psql.on('notification', (message) => payloads.push(message.payload ?? ''))
+  await psql.query(`LISTEN "petstore ${schema.schema}"`)
+  t.same(await Promise.all([a!.updateInventory(1, 10), a!.updateInventory(2, 2), a!.updateInventory(3, 0), a!.updateInventory(42, 1)]), [
+    { petId: 1, quantity: 10, status: 'available' },
+    { petId: 2, quantity: 2, status: 'pending' },
+    { petId: 3, quantity: 0, status: 'sold' },
+    undefined
+  ], 'each caller gets its own entry (none for a pet without one)')
+  await psql.query('SELECT 1')
+  t.same(payloads, ['pet 1,2,3,42'], 'one announcement')
+
+  const outcomes = await Promise.allSettled([a!.updateInventory(1, 11), a!.updateInventory(2, -1), a!.updateInventory(1, 12), a!.updateInventory(3, 13)])
+  t.same(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'], 'a write the schema refuses fails alone')
+  t.same(outcomes.map((o) => o.status === 'fulfilled' ? o.value?.quantity : undefined), [11, undefined, 12, 13], 'a second write of a pet in the same turn gets its own row')
+  const list = await a!.listInventory()
+  t.ok([11, 12].includes(list[0]!.quantity), `pet 1 holds one of its two writes (${list[0]!.quantity}): they were concurrent`)
+  t.same(list.slice(1).map((i) => i.quantity), [2, 13], 'pet 2 unchanged, pet 3 written')
+  t.equal(await a!.listInventoryJson(), JSON.stringify(list), 'the cached list agrees')
+})
+
 t.test('a lost listening connection: caches dropped, reads from the database until listening again, then caches resume', async (t) => {
   const { schema, stores: [a, b] } = await stores(t, 2)
   const psql = await sqlSession(t, schema)

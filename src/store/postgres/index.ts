@@ -8,6 +8,7 @@ import { ChangeFeed, type Changed } from './changes.js'
 import { deepFreeze, EntryCache } from './entry-cache.js'
 import { importCatalogue } from './import.js'
 import { Invalidations } from './invalidations.js'
+import { InventoryWrites } from './inventory-writes.js'
 import { bulkTransaction, openPool, query, writeAndAnnounce, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
 
@@ -144,6 +145,17 @@ export function createPostgresStore (connectionString: string, options: Postgres
     whole: (chunks) => deepFreeze(chunks.flat())
   })
 
+  const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities) => {
+    try {
+      return await writeAndAnnounce<UpdatedInventoryRow>(pool,
+        { name: 'updateInventory', text: sql.updateInventory, values: [petIds, quantities] },
+        { name: 'announce', text: sql.announce, values: [`pet ${petIds.join(',')}`] })
+    } catch (error) {
+      if (connectionFailed(error)) feed.restart()
+      throw error
+    }
+  }, (row) => row.petId)
+
   const pets = new EntryCache<number, Pet>(petChanges, MAX_CACHED)
   const keys = new EntryCache<string, ApiKeyRecord>(keyChanges, MAX_CACHED)
 
@@ -233,11 +245,8 @@ export function createPostgresStore (connectionString: string, options: Postgres
       petChanges.beginWrite(petId)
       let row: UpdatedInventoryRow | undefined
       try {
-        [row] = await writeAndAnnounce<UpdatedInventoryRow>(pool,
-          { name: 'updateInventory', text: sql.updateInventory, values: [quantity, petId] },
-          { name: 'announce', text: sql.announce, values: [`pet ${petId}`] })
+        row = await inventoryWrites.write(petId, quantity)
       } catch (error) {
-        if (connectionFailed(error)) feed.restart()
         petChanges.endWrite(petId)
         kinds.pets.changed([petId])
         throw error

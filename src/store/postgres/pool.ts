@@ -66,14 +66,32 @@ export function translate (error: unknown): unknown {
 /** A query on the connection of the transaction at hand. */
 export type Run = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>
 
-/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
-export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+/**
+ * A connection of the pool for several statements. While it is checked out the pool does not
+ * listen for its errors: a connection lost then would otherwise be an uncaught 'error' event
+ * (the statement under way fails on its own). `release` gives it back.
+ */
+async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, release: (discard: boolean) => void }> {
   let client: pg.PoolClient
   try {
     client = await pool.connect()
   } catch (error) {
     throw translate(error)
   }
+  const ignore = () => {}
+  client.on('error', ignore)
+  return {
+    client,
+    release: (discard) => {
+      client.removeListener('error', ignore)
+      client.release(discard)
+    }
+  }
+}
+
+/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
+export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+  const { client, release } = await checkOut(pool)
   const run: Run = (text, values) => {
     // pg reads query_timeout per query too, though its types do not declare it.
     const config: pg.QueryConfig & { query_timeout: number } = { text, values: values ?? [], query_timeout: BULK_TIMEOUT_MS + 1000 }
@@ -91,7 +109,7 @@ export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Pro
     await client.query('ROLLBACK').catch(() => { discard = true })
     throw translate(error)
   } finally {
-    client.release(discard)
+    release(discard)
   }
 }
 
@@ -110,15 +128,19 @@ export async function query<R extends pg.QueryResultRow> (pool: pg.Pool, text: s
  * outcome is what the caller gets.
  */
 export async function writeAndAnnounce<R extends pg.QueryResultRow> (pool: pg.Pool, write: pg.QueryConfig, announcement: pg.QueryConfig): Promise<R[]> {
-  let client: pg.PoolClient
+  const { client, release } = await checkOut(pool)
+  // Corked, the two reach the socket in one write (pg writes each statement when it is queued).
+  const stream = client.connection.stream
+  stream.cork()
+  let queries: [Promise<pg.QueryResult<R>>, Promise<pg.QueryResult>]
   try {
-    client = await pool.connect()
-  } catch (error) {
-    throw translate(error)
+    queries = [client.query<R>(write), client.query(announcement)]
+  } finally {
+    stream.uncork()
   }
-  const [written, announced] = await Promise.allSettled([client.query<R>(write), client.query(announcement)])
+  const [written, announced] = await Promise.allSettled(queries)
   const failure = written.status === 'rejected' ? written.reason : announced.status === 'rejected' ? announced.reason : undefined
-  client.release(failure !== undefined && !(failure instanceof pg.DatabaseError))
+  release(failure !== undefined && !(failure instanceof pg.DatabaseError))
   if (written.status === 'rejected') throw translate(written.reason)
   if (announced.status === 'rejected') pool.query(announcement).catch(() => {})
   return written.value.rows

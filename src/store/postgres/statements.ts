@@ -20,13 +20,18 @@ export const sql = {
     FROM ${inventoryRows()}`,
   inventoryEntriesOf: `SELECT f."petId" AS "petId", ${postgresInventoryJson('f')} AS json
     FROM ${inventoryRows('WHERE i.pet_id = ANY($1::bigint[])')}`,
-  // One statement: the row lock serialises concurrent writers, and the status is computed from
-  // the quantity this very statement wrote. With the entry's JSON text, for the cached list.
-  // The triggers stay quiet for it (petstore.announce is 'off' until its transaction ends): the
-  // writer sends `announce` after it (see migration 002 for why).
-  updateInventory: `WITH f AS (UPDATE inventory i SET quantity = $1
-      FROM (SELECT set_config('petstore.announce', 'off', true)) AS quiet
-      WHERE i.pet_id = $2 RETURNING ${inventorySelectList('i')})
+  // The PATCHes of one event-loop turn (InventoryWrites), one per pet, in one statement: each
+  // status is computed from the quantity this very statement wrote, and comes with the entry's
+  // JSON text for the cached list. Rows are locked in petId order first, so that two batches
+  // (two instances) waiting for each other's rows cannot deadlock. The triggers stay quiet for
+  // it (petstore.announce is 'off' until its transaction ends): the writer sends `announce`
+  // right behind it (see migration 002 for why).
+  updateInventory: `WITH quiet AS MATERIALIZED (SELECT set_config('petstore.announce', 'off', true)),
+      changes AS MATERIALIZED (SELECT * FROM unnest($1::bigint[], $2::integer[]) AS c(pet_id, quantity)),
+      locked AS MATERIALIZED (SELECT i.pet_id FROM inventory i, quiet
+        WHERE i.pet_id IN (SELECT pet_id FROM changes) ORDER BY i.pet_id FOR UPDATE OF i),
+      f AS (UPDATE inventory i SET quantity = c.quantity FROM changes c, locked l
+        WHERE i.pet_id = c.pet_id AND l.pet_id = c.pet_id RETURNING ${inventorySelectList('i')})
     SELECT f.*, ${postgresInventoryJson('f')} AS json FROM f`,
   announce: 'SELECT petstore_notify(current_schema(), $1)',
   getPet: `SELECT p.id, p.name, p.category_id, p.category_name, p.photo_urls, p.tags,
