@@ -6,6 +6,7 @@ import { createPostgresStore, type PostgresStore } from '../../src/store/postgre
 import type { Catalogue, Order } from '../../src/store/types.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { createTestSchema, POSTGRES, type TestSchema } from '../helpers/postgres.js'
+import { seededRandom } from '../helpers/random.js'
 
 /**
  * The PostgreSQL store's caches across instances (src/store/postgres/index.ts): each instance
@@ -157,11 +158,7 @@ t.test('thousands of random writes on two instances and plain SQL: the cached li
   })
   await Promise.all([a!.syncChanges(), b!.syncChanges()])
 
-  let seed = 15
-  const random = (n: number) => {
-    seed = (seed * 1103515245 + 12345) % 2147483648
-    return seed % n
-  }
+  const random = seededRandom(15)
   let nextOrder = 1
   const openOrders: number[] = []
   const writes: (() => Promise<unknown>)[] = [

@@ -58,9 +58,9 @@ export class Invalidations<K> {
    */
   staleSince (since: number): K[] | undefined {
     if (!this.enabled || since < this.floor) return undefined
-    const stale = [...this.writes.keys()]
-    for (const [key, event] of this.touched) if (event > since) stale.push(key)
-    return stale
+    const stale = new Set(this.writes.keys())
+    for (const [key, event] of this.touched) if (event > since) stale.add(key)
+    return [...stale]
   }
 
   /** Another connection changed these entries. */
