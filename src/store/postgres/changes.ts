@@ -70,7 +70,7 @@ export class ChangeFeed {
   private retryTimer: NodeJS.Timeout | undefined
   private heartbeatTimer: NodeJS.Timeout | undefined
   private waiting: { resolve: () => void, reject: (error: Error) => void }[] = []
-  private lastStatement: Promise<void> = Promise.resolve()
+  private lastStatement: Promise<unknown> = Promise.resolve()
 
   constructor (
     private readonly config: pg.ClientConfig,
@@ -101,13 +101,13 @@ export class ChangeFeed {
     if (this.state !== 'listening') await new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }))
     const client = this.client
     if (client === undefined || this.state !== 'listening') throw new Error('not listening for changes')
-    await this.statement(client, 'SELECT 1')
+    await this.statement(client, { text: 'SELECT 1' })
   }
 
   /** One statement at a time on the listening connection (pg queues them, but is to stop doing so). */
-  private statement (client: pg.Client, text: string): Promise<void> {
-    const result = this.lastStatement.then(async () => { await client.query(text) })
-    this.lastStatement = result.catch(() => {})
+  private statement<R extends pg.QueryResultRow> (client: pg.Client, query: pg.QueryConfig): Promise<R[]> {
+    const result = this.lastStatement.then(async () => (await client.query<R>(query)).rows)
+    this.lastStatement = result.then(() => {}, () => {})
     return result
   }
 
@@ -133,13 +133,15 @@ export class ChangeFeed {
       if (this.client !== client || this.options.isOwnBackend(message.processId)) return
       this.handlers.changed(parseChange(message.payload ?? ''))
     })
+    let channel: string
     try {
       await client.connect()
       // Named after its schema in pg_stat_activity, whatever the connection string says.
       const { rows } = await client.query<{ channel: string | null }>(`SELECT petstore_channel(current_schema()) AS channel,
         set_config('application_name', left('petstore-listener ' || current_schema(), 63), false)`)
-      const channel = rows[0]?.channel
-      if (channel === undefined || channel === null) throw new Error('no schema to listen on')
+      const found = rows[0]?.channel
+      if (found === undefined || found === null) throw new Error('no schema to listen on')
+      channel = found
       await client.query(`LISTEN ${client.escapeIdentifier(channel)}`)
     } catch {
       // Unreachable, or not migrated yet: try again later, uncached meanwhile.
@@ -150,8 +152,12 @@ export class ChangeFeed {
     this.state = 'listening'
     this.retryMs = FIRST_RETRY_MS
     this.handlers.listening()
+    // Also proves the session still listens (a pooler in transaction mode would lose it).
+    const heartbeat = { text: 'SELECT $1 = ANY (ARRAY(SELECT pg_listening_channels())) AS listening', values: [channel] }
     this.heartbeatTimer = setInterval(() => {
-      this.statement(client, 'SELECT 1').catch(() => this.drop(client))
+      this.statement<{ listening: boolean }>(client, heartbeat).then((rows) => {
+        if (rows[0]?.listening !== true) this.drop(client)
+      }, () => this.drop(client))
     }, HEARTBEAT_MS).unref()
     for (const { resolve } of this.waiting.splice(0)) resolve()
   }
