@@ -107,7 +107,7 @@ async function revoke (store: Store, args: string[]) {
   }
   const key = await store.revokeApiKey(id)
   if (key === undefined) throw new UsageError(`no key with id ${id}`, 1)
-  console.log(`Revoked ${key.id} ("${key.name}") at ${key.revokedAt}. Every instance refuses it from now on (on PostgreSQL, once notified: milliseconds).`)
+  console.log(`Revoked ${key.id} ("${key.name}") at ${key.revokedAt}. It is refused from its next request on (on PostgreSQL by each instance once notified: milliseconds).`)
 }
 
 const commands: Record<string, (store: Store, args: string[]) => Promise<void>> = { create, list, revoke }
