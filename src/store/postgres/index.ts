@@ -61,8 +61,9 @@ function cacheKind<K> (changes: Invalidations<K>, caches: { changed (keys: Itera
 }
 
 /**
- * PostgreSQL through a pg Pool. Every request-path operation is one statement in autocommit, so
- * a 2xx means the write is committed. Getting a connection and running a statement are bounded
+ * PostgreSQL through a pg Pool. Every request-path operation is one statement in autocommit (the
+ * PATCHes of one event-loop turn share one, InventoryWrites), so a 2xx means the write is
+ * committed. Getting a connection and running a statement are bounded
  * by `timeoutMs`; a lost or unreachable server becomes StoreUnavailableError (503), and the pool
  * opens fresh connections by itself once the server answers again.
  *
