@@ -5,7 +5,8 @@
  * keys revoke ID
  *
  * Works on the server's DATABASE_URL, also while the server runs: a revoked key fails on its
- * next request on every instance, since the server looks keys up on every request. It never
+ * next request (SQLite), or on every instance once PostgreSQL's notification of the change
+ * reaches it (docs/operations.md, "API keys while the server runs"). It never
  * creates that database (see openStore).
  */
 import { parseArgs } from 'node:util'
@@ -30,7 +31,8 @@ also while the server runs. The database must exist: see npm run db:migrate.
            PLAN is one of ${planNames.join(', ')}; an enterprise key takes its own
            --per-minute and --per-day limits. --json prints {"id", "key", "plan", "name"}.
   list     lists the keys (never their secrets), with their state.
-  revoke   revokes a key: it is refused from its next request on, on every instance.`
+  revoke   revokes a key: every instance refuses it from then on (on PostgreSQL, once
+           the database's notification reaches it: milliseconds).`
   }
 }
 
@@ -105,7 +107,7 @@ async function revoke (store: Store, args: string[]) {
   }
   const key = await store.revokeApiKey(id)
   if (key === undefined) throw new UsageError(`no key with id ${id}`, 1)
-  console.log(`Revoked ${key.id} ("${key.name}") at ${key.revokedAt}. It is refused from its next request on.`)
+  console.log(`Revoked ${key.id} ("${key.name}") at ${key.revokedAt}. It is refused from its next request on (on PostgreSQL by each instance once notified: milliseconds).`)
 }
 
 const commands: Record<string, (store: Store, args: string[]) => Promise<void>> = { create, list, revoke }

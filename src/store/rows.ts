@@ -1,4 +1,4 @@
-import type { Order, Pet, PetRecord, PetStatus } from './types.js'
+import type { InventoryItem, Order, Pet, PetRecord, PetStatus } from './types.js'
 
 /**
  * How records are laid out in the tables of both engines, and turned back into API objects.
@@ -14,14 +14,43 @@ export interface PetRow {
   category_name: string | null
   photo_urls: string
   tags: string | null
-  status: PetStatus
+  status: string
 }
 
 export function toPet (row: PetRow): Pet {
-  const pet: Pet = { id: row.id, name: row.name, photoUrls: JSON.parse(row.photo_urls) as string[], status: row.status }
+  // The columns hold the JSON text petColumns wrote from a validated pet.
+  const photoUrls: Pet['photoUrls'] = JSON.parse(row.photo_urls)
+  const pet: Pet = { id: row.id, name: row.name, photoUrls, status: toPetStatus(row.status) }
   if (row.category_id !== null && row.category_name !== null) pet.category = { id: row.category_id, name: row.category_name }
-  if (row.tags !== null) pet.tags = JSON.parse(row.tags) as NonNullable<Pet['tags']>
+  if (row.tags !== null) {
+    const tags: NonNullable<Pet['tags']> = JSON.parse(row.tags)
+    pet.tags = tags
+  }
   return pet
+}
+
+/** A word the database returned, checked against an enum of the schema rather than assumed. */
+function enumOf<T extends string> (name: string, values: Record<T, T>): (text: string) => T {
+  const byText = new Map<string, T>(Object.entries<T>(values))
+  return (text) => {
+    const value = byText.get(text)
+    if (value === undefined) throw new TypeError(`unknown ${name} ${JSON.stringify(text)}`)
+    return value
+  }
+}
+
+/** The status words a query computes (statusExpression); typed over every PetStatus of the schema. */
+export const toPetStatus = enumOf<PetStatus>('pet status', { available: 'available', pending: 'pending', sold: 'sold' })
+
+/** An inventory row as selected with inventorySelectList (inventory-fields.ts): the fields under their names. */
+export interface InventoryRow {
+  petId: number
+  quantity: number
+  status: string
+}
+
+export function toInventoryItem (row: InventoryRow): InventoryItem {
+  return { petId: row.petId, quantity: row.quantity, status: toPetStatus(row.status) }
 }
 
 /** The column values of one imported pet, in the order of the pets table. */
@@ -52,10 +81,42 @@ export function petColumns (pet: PetRecord): PetColumns {
  */
 export const keyColumns = 'id, name, plan, per_minute AS "perMinute", per_day AS "perDay", created_at AS "createdAt", revoked_at AS "revokedAt"'
 
-/** The orders columns under the names of Order. */
-export const orderColumns = 'id, pet_id AS "petId", quantity, ship_date AS "shipDate", status, complete'
+/**
+ * The orders column of every field of Order, typed over every key of the generated type: a field
+ * added to the schema fails to compile here until it has its column, and orderColumns selects it.
+ */
+export const orderFields: { readonly [K in keyof Required<Order>]: string } = {
+  id: 'id',
+  petId: 'pet_id',
+  quantity: 'quantity',
+  shipDate: 'ship_date',
+  status: 'status',
+  complete: 'complete'
+}
 
-/** `complete` is a BOOLEAN on PostgreSQL and 0 or 1 on SQLite, which has no boolean type. */
-export type OrderRow = Omit<Order, 'complete'> & { complete: boolean | number }
+/** The orders columns under the names of Order, in its order. */
+export const orderColumns = Object.entries(orderFields).map(([name, column]) => `${column} AS "${name}"`).join(', ')
 
-export const toOrder = (row: OrderRow): Order => ({ ...row, complete: row.complete === true || row.complete === 1 })
+/** An order as selected with orderColumns. */
+export interface OrderRow {
+  id: number
+  petId: number
+  quantity: number
+  shipDate: string
+  status: string
+  /** A BOOLEAN on PostgreSQL, 0 or 1 on SQLite, which has no boolean type. */
+  complete: boolean | number
+}
+
+const toOrderStatus = enumOf<Order['status']>('order status', { placed: 'placed', approved: 'approved', delivered: 'delivered' })
+
+export function toOrder (row: OrderRow): Order {
+  return {
+    id: row.id,
+    petId: row.petId,
+    quantity: row.quantity,
+    shipDate: row.shipDate,
+    status: toOrderStatus(row.status),
+    complete: row.complete === true || row.complete === 1
+  }
+}

@@ -38,8 +38,14 @@ t.test('200 concurrent PATCHes of one pet across two instances on one schema', a
   t.same(inconsistent.map(({ quantity }) => quantity), [], 'each answer reports the quantity it wrote with the matching status')
   t.same(reads.filter((item) => item.status !== expectedStatus(item.quantity)), [], 'every concurrent read is consistent with the quantity it reports')
 
-  const finals = await Promise.all(instances.map(async (api) =>
+  // Each instance learns of the other's writes by a notification: poll, for at most 5 s, until both agree.
+  const readBoth = () => Promise.all(instances.map(async (api) =>
     ((await api.request({ method: 'GET', url: '/v1/inventory', headers })).json() as Item[]).find((item) => item.petId === 3)!))
+  let finals = await readBoth()
+  for (const deadline = Date.now() + 5000; finals[0]!.quantity !== finals[1]!.quantity && Date.now() < deadline;) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    finals = await readBoth()
+  }
   t.same(finals[0], finals[1], 'both instances read the same entry')
   t.ok(values.includes(finals[0]!.quantity), `the final quantity (${finals[0]!.quantity}) is one of the sent values`)
   t.equal(finals[0]!.status, expectedStatus(finals[0]!.quantity))

@@ -1,28 +1,17 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { JsonList, type JsonListVersion } from '../../src/store/json-list.js'
+import { seededRandom } from '../helpers/random.js'
 
 // JsonList keeps a JSON array as element texts by key, in chunks. Whatever the sequence of
 // changes, each version's bytes must be the array of the current elements in key order, and
 // changedSince must name every element that differs from the earlier version.
 
-/** A small deterministic generator, so that a failure can be replayed. */
-function random (seed: number) {
-  // mulberry32: a small generator whose every bit is usable.
-  let state = seed
-  return (below: number) => {
-    state = (state + 0x6d2b79f5) | 0
-    let h = Math.imul(state ^ (state >>> 15), 1 | state)
-    h = (h + Math.imul(h ^ (h >>> 7), 61 | h)) ^ h
-    return (((h ^ (h >>> 14)) >>> 0) / 4294967296) * below | 0
-  }
-}
-
 const text = (key: number, n: number) => JSON.stringify({ key, n })
 const expected = (model: Map<number, string>) => '[' + [...model.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v).join(',') + ']'
 
 t.test('every version is the array of the current elements in key order, after random sets and deletes, with its SHA-256', async (t) => {
-  const next = random(7)
+  const next = seededRandom(7)
   // Small chunks, so that chunks are split, emptied and hashed in many places.
   const list = new JsonList(16)
   const model = new Map<number, string>()

@@ -6,23 +6,13 @@ import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { ListJson, Order, Store } from '../../src/store/types.js'
 import { tempDir } from '../helpers/app.js'
+import { seededRandom } from '../helpers/random.js'
 
 // The SQLite store keeps the inventory and order lists in memory and, after a write, re-reads only
 // the entries the change log (migration 002) names. Whatever the writes, and whoever makes them,
 // the list must be byte for byte what a full rebuild gives.
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
-
-function random (seed: number) {
-  // mulberry32: a small generator whose every bit is usable.
-  let state = seed
-  return (below: number) => {
-    state = (state + 0x6d2b79f5) | 0
-    let h = Math.imul(state ^ (state >>> 15), 1 | state)
-    h = (h + Math.imul(h ^ (h >>> 7), 61 | h)) ^ h
-    return (((h ^ (h >>> 14)) >>> 0) / 4294967296) * below | 0
-  }
-}
 
 const statuses: Order['status'][] = ['placed', 'approved', 'delivered']
 const version = (json: ListJson) => json as JsonListVersion
@@ -46,7 +36,7 @@ t.test('after thousands of random writes by this store, another store and plain 
   await store.migrate()
   await addSyntheticPets(store, 400)
   let highestPet = 400
-  const next = random(42)
+  const next = seededRandom(42)
   const order = (id: number): Order => ({
     id, petId: 1 + next(highestPet), quantity: 1 + next(40), shipDate: '2026-12-01T10:00:00.000Z', status: statuses[next(3)]!, complete: next(2) === 0
   })

@@ -1,38 +1,216 @@
-import type pg from 'pg'
+import pg from 'pg'
+import { StoreUnavailableError } from '../../errors.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
-import { toOrder, toPet, type OrderRow, type PetRow } from '../rows.js'
-import type { ApiKeyRecord, InventoryItem, NewApiKey, Store } from '../types.js'
+import { toInventoryItem, toOrder, toPet, type InventoryRow, type OrderRow, type PetRow } from '../rows.js'
+import type { ApiKeyRecord, NewApiKey, Order, Pet, Store } from '../types.js'
+import { CachedList } from './cached-list.js'
+import { ChangeFeed, type Changed } from './changes.js'
+import { deepFreeze, EntryCache } from './entry-cache.js'
 import { importCatalogue } from './import.js'
-import { InventoryJson } from './inventory-json.js'
-import { bulkTransaction, openPool, query, type PostgresStoreOptions } from './pool.js'
+import { Invalidations } from './invalidations.js'
+import { InventoryWrites } from './inventory-writes.js'
+import { bulkTransaction, openPool, query, writeAndAnnounce, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
 
 /** First key of the advisory lock that serialises migrations; the second is the schema's name. */
 const MIGRATION_LOCK = 0x7065_7473 // 'pets'
 
+/** Most pets and most active keys kept in memory each. */
+const MAX_CACHED = 10_000
+
+export interface PostgresStore extends Store {
+  /** Whether this instance is listening for other connections' changes, and so keeps caches. */
+  readonly listening: boolean
+  /**
+   * Resolves once listening, when every change committed anywhere before the call has reached
+   * this instance's caches.
+   */
+  syncChanges (): Promise<void>
+  /** PostgreSQL hands out the list as one string. */
+  listInventoryJson (): Promise<string>
+}
+
+interface UpdatedInventoryRow extends InventoryRow {
+  json: string
+}
+
+/** The server process behind a pool connection. */
+function backendPid (client: pg.ClientBase): number | undefined {
+  return 'processID' in client && typeof client.processID === 'number' ? client.processID : undefined
+}
+
+/** A failure of the connection itself (refused, reset, timed out), not one the server reported. */
+const connectionFailed = (error: unknown) => error instanceof StoreUnavailableError && !(error.cause instanceof pg.DatabaseError)
+
+/** The caches of one kind of entry and what says when their values may be kept. */
+function cacheKind<K> (changes: Invalidations<K>, caches: { changed (keys: Iterable<K>): void, changedAll (): void }[]) {
+  return {
+    changes,
+    changed: (keys: Changed<K>) => {
+      if (keys === 'all') {
+        changes.changedAll()
+        for (const cache of caches) cache.changedAll()
+      } else {
+        changes.changed(keys)
+        for (const cache of caches) cache.changed(keys)
+      }
+    },
+    setCaching: (on: boolean) => {
+      changes.setCaching(on)
+      for (const cache of caches) cache.changedAll()
+    }
+  }
+}
+
 /**
- * PostgreSQL through a pg Pool. Every request-path operation is one statement in autocommit, so
- * a 2xx means the write is committed. Getting a connection and running a statement are bounded
+ * PostgreSQL through a pg Pool. Every request-path operation is one statement in autocommit (the
+ * PATCHes of one event-loop turn share one, InventoryWrites), so a 2xx means the write is
+ * committed. Getting a connection and running a statement are bounded
  * by `timeoutMs`; a lost or unreachable server becomes StoreUnavailableError (503), and the pool
  * opens fresh connections by itself once the server answers again.
+ *
+ * The inventory list, pets, active keys and the order list are cached in memory while the
+ * instance listens for the changes other connections commit (ChangeFeed, migration 002): each
+ * change marks only what it touched, and lists are brought up to date entry by entry. This
+ * instance's own writes update the caches when they are acknowledged, so it reads its own writes
+ * at once; another instance's within the time its notification takes. Without a listening
+ * connection nothing is cached, and a connection failure of any statement drops the caches too.
  */
-export function createPostgresStore (connectionString: string, options: PostgresStoreOptions = {}): Store {
+export function createPostgresStore (connectionString: string, options: PostgresStoreOptions = {}): PostgresStore {
   const pool = openPool(connectionString, options)
   let closed = false
 
-  /** A statement of `sql`, in autocommit, prepared once per connection under its name. */
-  const run = <R extends pg.QueryResultRow>(name: StatementName, values?: unknown[]) => query<R>(pool, sql[name], values, name)
-  const first = async <R extends pg.QueryResultRow>(name: StatementName, values?: unknown[]) => (await run<R>(name, values))[0]
-
-  const inventoryJson = new InventoryJson({
-    snapshot: async () => (await first<{ snapshot: string }>('currentSnapshot'))!.snapshot,
-    read: async () => (await first<{ snapshot: string, json: string }>('listInventoryJson'))!
+  // Notifications of this pool's connections announce our own writes, already applied.
+  const ownBackends = new Set<number>()
+  pool.on('connect', (client) => {
+    const pid = backendPid(client)
+    if (pid !== undefined) ownBackends.add(pid)
   })
+  pool.on('remove', (client) => {
+    const pid = backendPid(client)
+    if (pid !== undefined) ownBackends.delete(pid)
+  })
+
+  /** A statement of `sql`, in autocommit, prepared once per connection under its name. */
+  const run = async <R extends pg.QueryResultRow>(name: StatementName, values?: unknown[]): Promise<R[]> => {
+    try {
+      return await query<R>(pool, sql[name], values, name)
+    } catch (error) {
+      if (connectionFailed(error)) feed.restart()
+      throw error
+    }
+  }
+  const first = async <R extends pg.QueryResultRow>(name: StatementName, values?: unknown[]): Promise<R | undefined> => (await run<R>(name, values))[0]
+  const one = async <R extends pg.QueryResultRow>(name: StatementName, values?: unknown[]): Promise<R> => {
+    const row = await first<R>(name, values)
+    if (row === undefined) throw new Error(`statement ${name} returned no row`)
+    return row
+  }
+
+  const petChanges = new Invalidations<number>()
+  const orderChanges = new Invalidations<number>()
+  const keyChanges = new Invalidations<string>()
+
+  // The inventory as each entry's JSON text, built by the server from the field map
+  // (inventory-fields.ts): the joined text is what a full read would give, byte for byte.
+  const inventory = new CachedList<string, string, string>(petChanges, {
+    all: async () => {
+      const { lines } = await one<{ lines: string }>('inventoryEntries')
+      const ids: number[] = []
+      const values: string[] = []
+      if (lines !== '') {
+        for (const line of lines.split('\n')) {
+          const space = line.indexOf(' ')
+          ids.push(Number(line.slice(0, space)))
+          values.push(line.slice(space + 1))
+        }
+      }
+      return { ids, values }
+    },
+    some: async (ids) => new Map((await run<{ petId: number, json: string }>('inventoryEntriesOf', [ids])).map((row) => [row.petId, row.json])),
+    uncached: async () => (await one<{ json: string }>('listInventoryJson')).json
+  }, {
+    chunk: (texts) => texts.join(','),
+    whole: (chunks) => `[${chunks.join(',')}]`
+  })
+
+  const readOrders = async (name: 'listOrders' | 'listOrdersOf', values?: unknown[]) => (await run<OrderRow>(name, values)).map(toOrder)
+  const orders = new CachedList<Order, readonly Order[], Order[]>(orderChanges, {
+    all: async () => {
+      const list = (await readOrders('listOrders')).map(deepFreeze)
+      return { ids: list.map((order) => order.id), values: list }
+    },
+    some: async (ids) => new Map((await readOrders('listOrdersOf', [ids])).map((order) => [order.id, deepFreeze(order)])),
+    uncached: () => readOrders('listOrders')
+  }, {
+    chunk: (values) => values,
+    // Shared by every request until the list changes: frozen, like its orders.
+    whole: (chunks) => deepFreeze(chunks.flat())
+  })
+
+  const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities) => {
+    try {
+      return await writeAndAnnounce<UpdatedInventoryRow>(pool,
+        { name: 'updateInventory', text: sql.updateInventory, values: [petIds, quantities] },
+        { name: 'announce', text: sql.announce, values: [`pet ${petIds.join(',')}`] })
+    } catch (error) {
+      if (connectionFailed(error)) feed.restart()
+      throw error
+    }
+  }, (row) => row.petId)
+
+  const pets = new EntryCache<number, Pet>(petChanges, MAX_CACHED)
+  const keys = new EntryCache<string, ApiKeyRecord>(keyChanges, MAX_CACHED)
+
+  const kinds = {
+    pets: cacheKind(petChanges, [inventory, pets]),
+    orders: cacheKind(orderChanges, [orders]),
+    keys: cacheKind(keyChanges, [keys])
+  }
+  const setCaching = (on: boolean) => { for (const kind of Object.values(kinds)) kind.setCaching(on) }
+  const everythingChanged = () => {
+    kinds.pets.changed('all')
+    kinds.orders.changed('all')
+    kinds.keys.changed('all')
+  }
+
+  const feed = new ChangeFeed({ connectionString }, {
+    changed: (change) => {
+      if (change.pets !== undefined) kinds.pets.changed(change.pets)
+      if (change.orders !== undefined) kinds.orders.changed(change.orders)
+      if (change.keys !== undefined) kinds.keys.changed(change.keys)
+    },
+    listening: () => setCaching(true),
+    lost: () => setCaching(false)
+  }, { timeoutMs: options.timeoutMs ?? 5000, isOwnBackend: (pid) => ownBackends.has(pid) })
+
+  /** Bulk work of this instance (migrations, imports) may change anything: every cache starts over. */
+  const changingEverything = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work()
+    } finally {
+      everythingChanged()
+    }
+  }
+
+  const changingKeys = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work()
+    } finally {
+      kinds.keys.changed('all')
+    }
+  }
 
   return {
     engine: 'postgres',
 
-    migrate: async () => {
+    get listening () {
+      return feed.listening
+    },
+
+    syncChanges: () => feed.sync(),
+
+    migrate: () => changingEverything(async () => {
       const migrations = await readMigrations(migrationsDirectory('postgres'))
       await bulkTransaction(pool, async (bulk) => {
         // Several instances may start at once: the first takes the lock and migrates, the others
@@ -41,49 +219,84 @@ export function createPostgresStore (connectionString: string, options: Postgres
         await bulk('SELECT pg_advisory_xact_lock($1, hashtext(COALESCE(current_schema(), \'\')))', [MIGRATION_LOCK])
         await applyMigrations({
           exec: async (script) => { await bulk(script) },
-          query: async <R>(text: string, params?: unknown[]) => (await bulk(text, params)).rows as R[]
+          query: async <R>(text: string, params?: unknown[]) => (await bulk<R & pg.QueryResultRow>(text, params)).rows
         }, migrations)
       })
-    },
+    }),
 
     ping: async () => { await query(pool, 'SELECT 1') },
 
     close: async () => {
       if (closed) return
       closed = true
+      await feed.close()
       await pool.end()
     },
 
-    countPets: async () => (await first<{ n: number }>('countPets'))!.n,
+    countPets: async () => (await one<{ n: number }>('countPets')).n,
 
-    highestPetId: async () => (await first<{ id: number }>('highestPetId'))!.id,
+    highestPetId: async () => (await one<{ id: number }>('highestPetId')).id,
 
-    listInventory: () => run<InventoryItem>('listInventory'),
+    listInventory: async () => (await run<InventoryRow>('listInventory')).map(toInventoryItem),
 
-    listInventoryJson: () => inventoryJson.get(),
-
-    updateInventory: (petId, quantity) => first<InventoryItem>('updateInventory', [quantity, petId]),
-
-    getPet: async (petId) => {
-      const row = await first<PetRow>('getPet', [petId])
-      return row && toPet(row)
+    listInventoryJson: () => {
+      feed.start()
+      return inventory.get()
     },
 
-    listOrders: async () => (await run<OrderRow>('listOrders')).map(toOrder),
+    updateInventory: async (petId, quantity) => {
+      petChanges.beginWrite(petId)
+      let row: UpdatedInventoryRow | undefined
+      try {
+        row = await inventoryWrites.write(petId, quantity)
+      } catch (error) {
+        petChanges.endWrite(petId)
+        kinds.pets.changed([petId])
+        throw error
+      }
+      const item = row && toInventoryItem(row)
+      if (petChanges.endWrite(petId)) {
+        inventory.wrote(petId, row?.json)
+        if (item !== undefined) pets.update(petId, (pet) => ({ ...pet, status: item.status }))
+      } else {
+        inventory.changed([petId])
+        pets.changed([petId])
+      }
+      return item
+    },
 
-    listOrdersJson: async () => JSON.stringify((await run<OrderRow>('listOrders')).map(toOrder)),
+    getPet: (petId) => {
+      feed.start()
+      return pets.get(petId, async () => {
+        const row = await first<PetRow>('getPet', [petId])
+        return row && toPet(row)
+      })
+    },
 
-    importCatalogue: (catalogue) => bulkTransaction(pool, (bulk) => importCatalogue(bulk, catalogue)),
+    listOrders: () => {
+      feed.start()
+      return orders.get()
+    },
 
-    createApiKey: async (key: NewApiKey) =>
-      (await first<ApiKeyRecord>('insertKey', [key.id, key.name, key.plan, key.keyHash, key.perMinute, key.perDay, new Date().toISOString()]))!,
+    listOrdersJson: async () => {
+      feed.start()
+      return JSON.stringify(await orders.get())
+    },
+
+    importCatalogue: (catalogue) => changingEverything(() => bulkTransaction(pool, (bulk) => importCatalogue(bulk, catalogue))),
+
+    createApiKey: (key: NewApiKey) => changingKeys(() =>
+      one<ApiKeyRecord>('insertKey', [key.id, key.name, key.plan, key.keyHash, key.perMinute, key.perDay, new Date().toISOString()])),
 
     listApiKeys: () => run<ApiKeyRecord>('listKeys'),
 
-    revokeApiKey: (id) => first<ApiKeyRecord>('revokeKey', [new Date().toISOString(), id]),
+    revokeApiKey: (id) => changingKeys(() => first<ApiKeyRecord>('revokeKey', [new Date().toISOString(), id])),
 
-    findActiveApiKey: (keyHash) => first<ApiKeyRecord>('activeKeyByHash', [keyHash]),
+    findActiveApiKey: (keyHash) => {
+      feed.start()
+      return keys.get(keyHash, () => first<ApiKeyRecord>('activeKeyByHash', [keyHash]))
+    },
 
-    countApiKeys: async () => (await first<{ n: number }>('countKeys'))!.n
+    countApiKeys: async () => (await one<{ n: number }>('countKeys')).n
   }
 }

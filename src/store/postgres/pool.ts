@@ -12,11 +12,8 @@ export interface PostgresStoreOptions {
 const BULK_TIMEOUT_MS = 10 * 60_000
 
 // Ids are capped at 2^53-1 by openapi.yaml, so BIGINT values are exact as JavaScript numbers.
-const INT8_OID = 20
 const typeParsers: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: string) => oid === INT8_OID
-    ? (value: string) => Number(value)
-    : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser']
+  getTypeParser: (oid, format) => oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)
 }
 
 export function openPool (connectionString: string, options: PostgresStoreOptions): pg.Pool {
@@ -33,7 +30,9 @@ export function openPool (connectionString: string, options: PostgresStoreOption
     keepAlive: true,
     idleTimeoutMillis: 30_000,
     application_name: 'petstore',
-    types: typeParsers
+    types: typeParsers,
+    // Statements given to one connection together go out together (writeAndAnnounce).
+    pipeline: true
   })
   // An idle connection that breaks (server restart, network cut) is removed from the pool and
   // reported here; without a listener the process would crash. Requests report their own errors.
@@ -67,15 +66,37 @@ export function translate (error: unknown): unknown {
 /** A query on the connection of the transaction at hand. */
 export type Run = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>
 
-/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
-export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+/**
+ * A connection of the pool for several statements. While it is checked out the pool does not
+ * listen for its errors: a connection lost then would otherwise be an uncaught 'error' event
+ * (the statement under way fails on its own). `release` gives it back.
+ */
+async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, release: (discard: boolean) => void }> {
   let client: pg.PoolClient
   try {
     client = await pool.connect()
   } catch (error) {
     throw translate(error)
   }
-  const run: Run = (text, values) => client.query({ text, values, query_timeout: BULK_TIMEOUT_MS + 1000 } as pg.QueryConfig)
+  const ignore = () => {}
+  client.on('error', ignore)
+  return {
+    client,
+    release: (discard) => {
+      client.removeListener('error', ignore)
+      client.release(discard)
+    }
+  }
+}
+
+/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
+export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+  const { client, release } = await checkOut(pool)
+  const run: Run = (text, values) => {
+    // pg reads query_timeout per query too, though its types do not declare it.
+    const config: pg.QueryConfig & { query_timeout: number } = { text, values: values ?? [], query_timeout: BULK_TIMEOUT_MS + 1000 }
+    return client.query(config)
+  }
   let discard = false
   try {
     await run('BEGIN')
@@ -88,7 +109,7 @@ export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Pro
     await client.query('ROLLBACK').catch(() => { discard = true })
     throw translate(error)
   } finally {
-    client.release(discard)
+    release(discard)
   }
 }
 
@@ -99,4 +120,28 @@ export async function query<R extends pg.QueryResultRow> (pool: pg.Pool, text: s
   } catch (error) {
     throw translate(error)
   }
+}
+
+/**
+ * A write, then its announcement, each in its own transaction, sent together on one connection:
+ * one round trip. A failed announcement is tried once more on another connection; the write's
+ * outcome is what the caller gets.
+ */
+export async function writeAndAnnounce<R extends pg.QueryResultRow> (pool: pg.Pool, write: pg.QueryConfig, announcement: pg.QueryConfig): Promise<R[]> {
+  const { client, release } = await checkOut(pool)
+  // Corked, the two reach the socket in one write (pg writes each statement when it is queued).
+  const stream = client.connection.stream
+  stream.cork()
+  let queries: [Promise<pg.QueryResult<R>>, Promise<pg.QueryResult>]
+  try {
+    queries = [client.query<R>(write), client.query(announcement)]
+  } finally {
+    stream.uncork()
+  }
+  const [written, announced] = await Promise.allSettled(queries)
+  const failure = written.status === 'rejected' ? written.reason : announced.status === 'rejected' ? announced.reason : undefined
+  release(failure !== undefined && !(failure instanceof pg.DatabaseError))
+  if (written.status === 'rejected') throw translate(written.reason)
+  if (announced.status === 'rejected') pool.query(announcement).catch(() => {})
+  return written.value.rows
 }

@@ -1,29 +1,44 @@
+import { inventorySelectList, postgresInventoryJson } from '../inventory-fields.js'
 import { keyColumns, orderColumns } from '../rows.js'
 import { statusExpression } from '../sql.js'
+
+/** Every inventory entry (or those of `where`) as a row of InventoryItem's fields, named `f`. */
+const inventoryRows = (where = '') => `(SELECT ${inventorySelectList('i')} FROM inventory i ${where}) AS f`
 
 /** The statements of the request path, prepared once per connection under their names here. */
 export const sql = {
   countPets: 'SELECT COUNT(*) AS n FROM pets',
   highestPetId: 'SELECT COALESCE(MAX(id), 0) AS id FROM pets',
-  listInventory: `SELECT i.pet_id AS "petId", i.quantity, ${statusExpression('i.pet_id', 'i.quantity')} AS status
-    FROM inventory i ORDER BY i.pet_id`,
-  // The same list as JSON text built by the server, with no row objects in JavaScript and the
-  // same bytes as SQLite's json_group_array. Every value is an integer or one of the three status
-  // words, so concatenation yields valid JSON (the response serializer validates it regardless).
-  // With the snapshot the statement read it under (one statement, one snapshot): see InventoryJson.
-  listInventoryJson: `SELECT pg_current_snapshot()::text AS snapshot, (SELECT COALESCE('[' || string_agg(
-      '{"petId":' || i.pet_id || ',"quantity":' || i.quantity || ',"status":"' || (${statusExpression('i.pet_id', 'i.quantity')}) || '"}',
-      ',' ORDER BY i.pet_id) || ']', '[]')
-    FROM inventory i) AS json`,
-  currentSnapshot: 'SELECT pg_current_snapshot()::text AS snapshot',
-  // One statement: the row lock serialises concurrent writers, and the status is computed from
-  // the quantity this very statement wrote.
-  updateInventory: `UPDATE inventory SET quantity = $1 WHERE pet_id = $2
-    RETURNING pet_id AS "petId", quantity, ${statusExpression('inventory.pet_id', 'inventory.quantity')} AS status`,
+  listInventory: `SELECT f.* FROM ${inventoryRows()} ORDER BY f."petId"`,
+  // The list as one JSON text built by the server, the same bytes as JSON.stringify of
+  // listInventory and as SQLite's json_group_array: for reads while nothing is cached.
+  listInventoryJson: `SELECT COALESCE('[' || string_agg(${postgresInventoryJson('f')}, ',' ORDER BY f."petId") || ']', '[]') AS json
+    FROM ${inventoryRows()}`,
+  // Every entry's JSON text, for the cached list: "petId json" lines in one text value, which
+  // costs far less to receive than a row per entry (neither part holds a space or a line break).
+  inventoryEntries: `SELECT COALESCE(string_agg(f."petId" || ' ' || ${postgresInventoryJson('f')}, E'\\n' ORDER BY f."petId"), '') AS lines
+    FROM ${inventoryRows()}`,
+  inventoryEntriesOf: `SELECT f."petId" AS "petId", ${postgresInventoryJson('f')} AS json
+    FROM ${inventoryRows('WHERE i.pet_id = ANY($1::bigint[])')}`,
+  // The PATCHes of one event-loop turn (InventoryWrites), one per pet, in one statement: each
+  // status is computed from the quantity this very statement wrote, and comes with the entry's
+  // JSON text for the cached list. Rows are locked in petId order first, so that two batches
+  // (two instances) waiting for each other's rows cannot deadlock. The triggers stay quiet for
+  // it (petstore.announce is 'off' until its transaction ends): the writer sends `announce`
+  // right behind it (see migration 002 for why).
+  updateInventory: `WITH quiet AS MATERIALIZED (SELECT set_config('petstore.announce', 'off', true)),
+      changes AS MATERIALIZED (SELECT * FROM unnest($1::bigint[], $2::integer[]) AS c(pet_id, quantity)),
+      locked AS MATERIALIZED (SELECT i.pet_id FROM inventory i, quiet
+        WHERE i.pet_id IN (SELECT pet_id FROM changes) ORDER BY i.pet_id FOR UPDATE OF i),
+      f AS (UPDATE inventory i SET quantity = c.quantity FROM changes c, locked l
+        WHERE i.pet_id = c.pet_id AND l.pet_id = c.pet_id RETURNING ${inventorySelectList('i')})
+    SELECT f.*, ${postgresInventoryJson('f')} AS json FROM f`,
+  announce: 'SELECT petstore_notify(current_schema(), $1)',
   getPet: `SELECT p.id, p.name, p.category_id, p.category_name, p.photo_urls, p.tags,
       ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status
     FROM pets p LEFT JOIN inventory i ON i.pet_id = p.id WHERE p.id = $1`,
   listOrders: `SELECT ${orderColumns} FROM orders ORDER BY id`,
+  listOrdersOf: `SELECT ${orderColumns} FROM orders WHERE id = ANY($1::bigint[])`,
   insertKey: `INSERT INTO api_keys (id, name, plan, key_hash, per_minute, per_day, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${keyColumns}`,
   listKeys: `SELECT ${keyColumns} FROM api_keys ORDER BY created_at, id`,
