@@ -126,7 +126,7 @@ t.test('two server processes on one SQLite file, started at once: writes from bo
   // Pets 1 to 10 of the demo catalogue, each written alternately through a and b, all at once.
   await Promise.all(Array.from({ length: 10 }, async (_, i) => {
     const petId = i + 1
-    for (let round = 0; round < 8; round++) {
+    for (let round = 0; round < 16; round++) {
       const writer = servers[round % 2]!
       const reader = servers[(round + 1) % 2]!
       const quantity = petId * 100 + round
@@ -138,7 +138,7 @@ t.test('two server processes on one SQLite file, started at once: writes from bo
       if (seen !== quantity) mismatches.push(`pet ${petId} round ${round}: wrote ${quantity}, the other instance lists ${String(seen)}`)
     }
   }))
-  t.same(mismatches, [], '80 PATCHes, half through each instance, each seen by the other on its next request')
+  t.same(mismatches, [], '160 PATCHes, half through each instance, each seen by the other on its next request')
   for (const server of servers) {
     const res = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization } })
     const items = await res.json() as { petId: number, quantity: number }[]

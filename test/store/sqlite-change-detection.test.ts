@@ -1,3 +1,4 @@
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
@@ -93,4 +94,30 @@ t.test('a write through the same store is in its next list', async (t) => {
   await list(server)
   await server.updateInventory(2, 3)
   t.same((await list(server))[1], { petId: 2, quantity: 3, status: 'available' })
+})
+
+t.test('a read that waited for this store\'s write leaves no snapshot behind for the requests of the next turn', async (t) => {
+  const { file, server } = await twoConnections(t)
+  const raw = new Database(file)
+  t.teardown(() => raw.close())
+  // A connected pair of sockets: bytes written to one are read by the other in the next poll
+  // phase of the event loop, where requests are handled.
+  const listener = createServer()
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve))
+  const accepted = new Promise<Socket>((resolve) => listener.once('connection', resolve))
+  const client = connect((listener.address() as AddressInfo).port, '127.0.0.1')
+  const peer = await accepted
+  t.teardown(() => { client.destroy(); peer.destroy(); listener.close() })
+
+  // The read waits for the PATCH's group commit (setImmediate), so it runs after the turn's I/O.
+  const [, item] = await Promise.all([server.updateInventory(1, 3), server.getPet(1)])
+  t.equal(item?.status, 'available')
+  raw.prepare('UPDATE inventory SET quantity = 0 WHERE pet_id = 1').run()
+  const seen = new Promise<[string | undefined, unknown]>((resolve) => {
+    peer.once('data', () => { void Promise.all([server.getPet(1).then((pet) => pet?.status), list(server).then((items) => items[0])]).then(resolve) })
+  })
+  client.write('next request')
+  const [status, entry] = await seen
+  t.equal(status, 'sold', 'a commit made before the request arrived is seen')
+  t.same(entry, { petId: 1, quantity: 0, status: 'sold' }, 'by the list too')
 })

@@ -39,14 +39,26 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
   let prepared: Statements | undefined
   const statements = () => (prepared ??= prepareStatements(db))
 
+  // In WAL mode a read finds the file locked only for moments (another process recovering the
+  // WAL after a crash, say): it is tried again on timers, each time in a transaction of its own.
+  const readFailed = <T>(work: () => T, error: unknown): Promise<T> => isBusy(error)
+    ? retryWhileBusy(() => snapshot.readAlone(work), timeoutMs).catch((e: unknown) => { throw failed(e) })
+    : Promise.reject(failed(error))
+
   const reading = <T>(work: () => T): Promise<T> => {
     try {
       return Promise.resolve(snapshot.read(work))
     } catch (error) {
-      // In WAL mode a read finds the file locked only for moments (another process recovering
-      // the WAL after a crash, say).
-      if (!isBusy(error)) return Promise.reject(failed(error))
-      return retryWhileBusy(() => { snapshot.end(); return snapshot.read(work) }, timeoutMs).catch((e: unknown) => { throw failed(e) })
+      return readFailed(work, error)
+    }
+  }
+
+  /** A read that runs after waiting (for a write): in a transaction of its own (see readAlone). */
+  const readingAlone = <T>(work: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(snapshot.readAlone(work))
+    } catch (error) {
+      return readFailed(work, error)
     }
   }
 
@@ -60,7 +72,7 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
   const readingAfterWrites = <T>(kind: WriteKind, work: () => T, sees?: (patch: { petId: number }) => boolean): Promise<T> => {
     const queued = kind === 'inventory' ? inventoryUpdates.idle(sees) : undefined
     if (queued === undefined && retrying[kind].size === 0) return reading(work)
-    return Promise.allSettled([...retrying[kind], queued]).then(() => reading(work))
+    return Promise.allSettled([...retrying[kind], queued]).then(() => readingAlone(work))
   }
 
   /** Runs a write in one IMMEDIATE transaction, then counts it for the caches (also when it fails). */

@@ -46,6 +46,21 @@ export class TurnSnapshot {
   }
 
   /**
+   * Runs a read in a transaction of its own, ended at once. For reads that run after a timer or
+   * an immediate rather than in the turn's I/O: a snapshot they opened would only end at the next
+   * turn's setImmediate, after that turn's requests had read from it, missing commits other
+   * processes made in between.
+   */
+  readAlone<T> (work: () => T): T {
+    this.end()
+    try {
+      return this.read(work)
+    } finally {
+      this.end()
+    }
+  }
+
+  /**
    * PRAGMA data_version as of this turn's snapshot: it changes when another connection has
    * committed. Read once per snapshot (it cannot change within one).
    */
