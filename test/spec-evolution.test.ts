@@ -257,3 +257,21 @@ t.test('renamed, an operation keeps its handler; removed, its edited handler is 
   const typecheck = await timed('typecheck after the rename and the removal', () => npm('typecheck'))
   t.equal(typecheck.code, 0, `the renamed handler compiles ${typecheck.stdout}`)
 })
+
+t.test('a required field added to a schema the stores return is a compile error where both engines build it', async (t) => {
+  editSpec((spec) => {
+    const item = spec.components.schemas.InventoryItem
+    item.required.push('aisle')
+    item.properties.aisle = { type: 'string', description: 'Where the animals are kept' }
+  })
+  const generate = await npm('generate')
+  t.equal(generate.code, 0, `generate passes ${generate.stderr}`)
+  const typecheck = await timed('typecheck with a new required InventoryItem field', () => npm('typecheck'))
+  t.not(typecheck.code, 0, 'tsc fails')
+  const errors = errorsByFile(typecheck.stdout)
+  // The SQL of every inventory statement (rows and JSON text, SQLite and PostgreSQL) is made from
+  // the field map, and every row becomes an item through toInventoryItem: those two refuse.
+  t.same([...errors.keys()].sort(), ['src/store/inventory-fields.ts', 'src/store/rows.ts'], 'the field map and the row mapping', { output: typecheck.stdout })
+  t.match(typecheck.stdout, /inventory-fields\.ts.*Property 'aisle' is missing/, 'the SQL field map names the field')
+  t.match(typecheck.stdout, /rows\.ts.*Property 'aisle' is missing/, 'the row mapping names the field')
+})

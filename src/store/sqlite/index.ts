@@ -1,6 +1,6 @@
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
-import { petColumns, toOrder, toPet, type OrderRow, type PetRow } from '../rows.js'
-import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, NewApiKey, PetStatus, Store } from '../types.js'
+import { petColumns, toInventoryItem, toOrder, toPet } from '../rows.js'
+import type { Catalogue, ImportCounts, InventoryItem, NewApiKey, Store } from '../types.js'
 import { ReadCaches } from './caches.js'
 import { failureOf, isBusy, migrationTransaction, openDatabase, retryWhileBusy } from './database.js'
 import { GroupCommit } from './group-commit.js'
@@ -14,6 +14,12 @@ export interface SqliteStoreOptions {
 }
 
 type WriteKind = 'inventory' | 'keys'
+
+/** The row of a statement that always returns one (an aggregate, a row just inserted). */
+function oneRow<R> (row: R | undefined): R {
+  if (row === undefined) throw new Error('the statement returned no row')
+  return row
+}
 
 /**
  * SQLite through better-sqlite3: synchronous, so every statement is atomic with respect to this
@@ -102,8 +108,8 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
   const inventoryUpdates = new GroupCommit({
     db,
     apply: ({ petId, quantity }: { petId: number, quantity: number }): InventoryItem | undefined => {
-      const row = statements().updateInventory.get(quantity, petId) as [number, number, PetStatus] | undefined
-      return row && { petId: row[0], quantity: row[1], status: row[2] }
+      const row = statements().updateInventory.get(quantity, petId)
+      return row && toInventoryItem(row)
     },
     finish: () => { statements().pruneChangeLog.run() },
     timeoutMs,
@@ -114,15 +120,15 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
 
   // The lists, kept in memory and updated from the change log (see LoggedList).
   const inventoryList = new LoggedList({
-    all: () => statements().inventoryTexts.all() as [number, string][],
-    changedAfter: (seq) => statements().inventoryChanges.all(seq) as [number, string | null][]
+    all: () => statements().inventoryTexts.all(),
+    changedAfter: (seq) => statements().inventoryChanges.all(seq)
   })
   const orderList = new LoggedList({
-    all: () => statements().orderTexts.all() as [number, string][],
-    changedAfter: (seq) => statements().orderChanges.all(seq) as [number, string | null][]
+    all: () => statements().orderTexts.all(),
+    changedAfter: (seq) => statements().orderChanges.all(seq)
   })
   const syncList = (list: LoggedList) => () => {
-    const [oldest, newest] = statements().changeLogBounds.get() as [number | null, number | null]
+    const [oldest, newest] = oneRow(statements().changeLogBounds.get())
     return list.sync(oldest, newest)
   }
 
@@ -150,23 +156,23 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       if (db.open) db.close()
     },
 
-    countPets: () => readingAfterWrites('inventory', () => statements().countPets.get() as number),
+    countPets: () => readingAfterWrites('inventory', () => oneRow(statements().countPets.get())),
 
-    highestPetId: () => readingAfterWrites('inventory', () => statements().highestPetId.get() as number),
+    highestPetId: () => readingAfterWrites('inventory', () => oneRow(statements().highestPetId.get())),
 
-    listInventory: () => readingAfterWrites('inventory', () => statements().listInventory.all() as InventoryItem[]),
+    listInventory: () => readingAfterWrites('inventory', () => statements().listInventory.all().map(toInventoryItem)),
 
     listInventoryJson: () => readingAfterWrites('inventory', () => caches.list('inventory', syncList(inventoryList))),
 
     updateInventory: (petId, quantity) => inventoryUpdates.run({ petId, quantity }),
 
     getPet: (petId) => readingAfterWrites('inventory', () => caches.pet(petId, () => {
-      const row = statements().getPet.get(petId) as PetRow | undefined
+      const row = statements().getPet.get(petId)
       return row && toPet(row)
     }), (patch) => patch.petId === petId),
 
     // Orders are written only by imports, never by PATCH.
-    listOrders: () => readingAfterWrites('inventory', () => (statements().listOrders.all() as OrderRow[]).map(toOrder), () => false),
+    listOrders: () => readingAfterWrites('inventory', () => statements().listOrders.all().map(toOrder), () => false),
 
     listOrdersJson: () => readingAfterWrites('inventory', () => caches.list('orders', syncList(orderList)), () => false),
 
@@ -187,18 +193,18 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
 
     createApiKey: (key: NewApiKey) => writing('keys', () => {
       statements().insertKey.run({ ...key, createdAt: new Date().toISOString() })
-      return statements().keyById.get(key.id) as ApiKeyRecord
+      return oneRow(statements().keyById.get(key.id))
     }),
 
-    listApiKeys: () => readingAfterWrites('keys', () => statements().listKeys.all() as ApiKeyRecord[]),
+    listApiKeys: () => readingAfterWrites('keys', () => statements().listKeys.all()),
 
     revokeApiKey: (id) => writing('keys', () => {
       statements().revokeKey.run(new Date().toISOString(), id)
-      return statements().keyById.get(id) as ApiKeyRecord | undefined
+      return statements().keyById.get(id)
     }),
 
-    findActiveApiKey: (keyHash) => readingAfterWrites('keys', () => caches.activeKey(keyHash, () => statements().activeKeyByHash.get(keyHash) as ApiKeyRecord | undefined)),
+    findActiveApiKey: (keyHash) => readingAfterWrites('keys', () => caches.activeKey(keyHash, () => statements().activeKeyByHash.get(keyHash))),
 
-    countApiKeys: () => readingAfterWrites('keys', () => statements().countKeys.get() as number)
+    countApiKeys: () => readingAfterWrites('keys', () => oneRow(statements().countKeys.get()))
   }
 }

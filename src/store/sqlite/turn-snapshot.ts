@@ -30,13 +30,13 @@ export class TurnSnapshot {
   private version: number | undefined
   private readonly begin: Database.Statement
   private readonly commit: Database.Statement
-  private readonly dataVersion: Database.Statement
+  private readonly dataVersion: Database.Statement<[], number>
   private readonly endOfTurn = () => { this.end() }
 
   constructor (private readonly db: Database.Database) {
     this.begin = db.prepare('BEGIN')
     this.commit = db.prepare('COMMIT')
-    this.dataVersion = db.prepare('PRAGMA data_version').pluck()
+    this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck()
   }
 
   /** Runs a read inside this turn's transaction, opening it when needed. */
@@ -66,9 +66,15 @@ export class TurnSnapshot {
    */
   changeCounter (): number {
     this.enter()
-    if (!this.open) return this.dataVersion.get() as number
-    this.version ??= this.dataVersion.get() as number
+    if (!this.open) return this.readDataVersion()
+    this.version ??= this.readDataVersion()
     return this.version
+  }
+
+  private readDataVersion (): number {
+    const version = this.dataVersion.get()
+    if (version === undefined) throw new Error('PRAGMA data_version returned no row')
+    return version
   }
 
   /** Ends the snapshot now (before a write, or when closing). */
