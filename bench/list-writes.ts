@@ -7,9 +7,10 @@
  * (bench/lib/loop-delay.mjs, in windows of 200 ms). The server runs from src/ through tsx, pinned to core 0 when
  * taskset exists; `--checkout DIR` runs DIR's src/server.ts instead (another build, for a before /
  * after figure), on a dataset seeded by this checkout. The GETs ask for no content coding (as wrk
- * does) unless --accept-encoding says otherwise.
+ * does) unless --accept-encoding says otherwise. `--json FILE` also writes the figures of each
+ * phase there (a full `npm run bench` runs this script and judges issue 15's targets from them).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -19,7 +20,7 @@ import { seedDatabase } from './lib/datasets.js'
 import { coreCount, hasTaskset, pinSelf } from './lib/proc.js'
 import { startServer } from './lib/servers.js'
 
-const { values: args } = parseArgs({ options: { size: { type: 'string' }, rounds: { type: 'string' }, checkout: { type: 'string' }, only: { type: 'string' }, profile: { type: 'string' }, 'accept-encoding': { type: 'string' } } })
+const { values: args } = parseArgs({ options: { size: { type: 'string' }, rounds: { type: 'string' }, checkout: { type: 'string' }, only: { type: 'string' }, profile: { type: 'string' }, 'accept-encoding': { type: 'string' }, json: { type: 'string' } } })
 const size = Number(args.size ?? 100_000)
 const rounds = Number(args.rounds ?? 200)
 const checkout = resolve(args.checkout ?? projectRoot)
@@ -69,6 +70,21 @@ const loopFigures = (from: number, to: number) => {
   }
 }
 
+/** What each phase measured, in ms (written with --json). */
+export interface ListWritesPhase {
+  name: string
+  writes: boolean
+  gets: number
+  serverP50: number
+  serverP99: number
+  clientP50: number
+  longestBlock: number
+  gcs: number
+  majorGcs: number
+  longestGc: number
+}
+const phases: ListWritesPhase[] = []
+
 async function phase (name: string, withWrites: boolean) {
   const logged = serverTimes().length
   const startedAt = Date.now()
@@ -91,6 +107,18 @@ async function phase (name: string, withWrites: boolean) {
   await sleep(400)
   const loop = loopFigures(startedAt, endedAt)
   const times = serverTimes().slice(logged)
+  phases.push({
+    name,
+    writes: withWrites,
+    gets: times.length,
+    serverP50: quantile(times, 0.5),
+    serverP99: quantile(times, 0.99),
+    clientP50: quantile(client, 0.5),
+    longestBlock: loop.block,
+    gcs: loop.gcs,
+    majorGcs: loop.majorGcs,
+    longestGc: loop.longestGc
+  })
   console.log(`${name.padEnd(28)} GET server time p50 ${quantile(times, 0.5).toFixed(2)} ms, p99 ${quantile(times, 0.99).toFixed(2)} ms; ` +
     `at the client p50 ${quantile(client, 0.5).toFixed(2)} ms; longest event-loop block ${loop.block.toFixed(1)} ms; ${loop.gcs} GCs (${loop.majorGcs} major), longest ${loop.longestGc.toFixed(1)} ms`)
 }
@@ -102,6 +130,7 @@ try {
   if (args.only !== 'writes') await phase('unchanged list', false)
   if (args.only !== 'unchanged') await phase('a PATCH before every GET', true)
   if (args.only !== 'writes') await phase('unchanged list (again)', false)
+  if (args.json !== undefined) writeFileSync(resolve(args.json), JSON.stringify({ size, rounds, pinned, acceptEncoding: headers['accept-encoding'], phases }, null, 2) + '\n')
 } catch (error) {
   console.error(`failed; the server's log:\n${readFileSync(server.logFile, 'utf8').split('\n').filter((line) => !line.includes('responseTime') && !line.includes('incoming request')).slice(-20).join('\n')}`)
   throw error

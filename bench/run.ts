@@ -14,7 +14,7 @@
  * into bench/out/dist/), --baseline DIR (A/B: this checkout against the build in DIR/dist/).
  */
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
@@ -24,7 +24,7 @@ import { compare, comparisonLines, describeCheckout, markdownComparison } from '
 import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
-import { type Cell, type ConfigId, configTitles, evaluateReferences, isBare, evaluateTargets, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
+import { type Cell, type ConfigId, configTitles, evaluateReferences, evaluateScaleTargets, type FocusedResults, isBare, evaluateTargets, type ListWritesResult, type RevocationResult, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
 import { summarizeProfile } from './lib/profile.js'
 import { nginxBinary, type ProxyHandle, startNginx } from './lib/nginx.js'
 import { freePort, type ServerHandle, startServer, waitIdle } from './lib/servers.js'
@@ -486,8 +486,41 @@ try {
 } finally {
   await cleanup()
 }
+const focused = fullRun ? runFocusedScripts() : undefined
 const finishedAt = new Date()
 const loadAverageAfter = (await import('node:os')).loadavg()
+
+/**
+ * Issue 15's focused workloads, in a full run only: bench/list-writes.ts (100,000 entries, a PATCH
+ * before every GET, one connection) and bench/revocation.ts (two PostgreSQL instances). Each runs
+ * as its own process after the servers above have stopped, and hands its figures over as JSON.
+ */
+function runFocusedScripts (): FocusedResults {
+  const tsx = createRequire(import.meta.url).resolve('tsx/cli')
+  const script = (file: string, scriptArgs: string[]): string | undefined => {
+    console.log(`\n${file} ${scriptArgs.join(' ')}`)
+    // This runner is pinned to core 1 and a child inherits that: each script pins what it pins itself.
+    const command = [process.execPath, tsx, join('bench', file), ...scriptArgs]
+    if (twoCores) command.unshift('taskset', '-c', `0-${coreCount() - 1}`)
+    const child = spawnSync(command[0]!, command.slice(1), { cwd: projectRoot, stdio: 'inherit', env: process.env })
+    return child.status === 0 ? undefined : `${file} failed (exit ${child.status ?? child.signal})`
+  }
+  const listWritesFile = join(outDir, 'list-writes.json')
+  rmSync(listWritesFile, { force: true })
+  const listWritesFailed = script('list-writes.ts', ['--size', '100000', '--rounds', '200', '--json', listWritesFile])
+  let revocation: FocusedResults['revocation']
+  if (postgresSkipped !== undefined) {
+    revocation = `PostgreSQL: ${postgresSkipped}`
+  } else {
+    const revocationFile = join(outDir, 'revocation.json')
+    rmSync(revocationFile, { force: true })
+    revocation = script('revocation.ts', []) ?? (JSON.parse(readFileSync(revocationFile, 'utf8')) as RevocationResult)
+  }
+  return {
+    listWrites: listWritesFailed ?? (JSON.parse(readFileSync(listWritesFile, 'utf8')) as ListWritesResult),
+    revocation
+  }
+}
 
 // ---- Report ---------------------------------------------------------------------------------
 
@@ -561,8 +594,11 @@ ${notesSection}`
   const targets = evaluateTargets(cells, 'sqlite')
   const references = evaluateReferences(cells, 'sqlite')
   const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres') : []
+  const scaleTargets = evaluateScaleTargets(cells, focused)
   console.log('\nTargets of issue 5 (medians of per-round ratios):')
   for (const line of [...targetLines(targets), ...targetLines(pgTargets)]) console.log('  ' + line)
+  console.log('\nTargets of issue 15:')
+  for (const line of targetLines(scaleTargets)) console.log('  ' + line)
   if (references.length > 0) console.log('\nReferences from the same run (not targets):')
   for (const line of referenceLines(references)) console.log('  ' + line)
   for (const n of notes) console.log(`note: ${n}`)
@@ -587,7 +623,17 @@ ${markdownTable(cells)}
 Ratios are medians of per-round ratios (both figures from the same round).
 
 ${markdownTargets(targets)}
-${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then. The service with its\nlimits counted in Redis shows what sharing them between instances costs per request; two instances\nbehind nginx against one, both on PostgreSQL with their limits in Redis, whether an instance costs the\nsame per request when another shares its database.\n\n${markdownReferences(references)}\n` : ''}
+${pgTargets.length > 0 ? `\nThe same targets on PostgreSQL (informative):\n\n${markdownTargets(pgTargets)}\n` : ''}
+## Targets of issue 15
+
+The 1-in-10 and PostgreSQL rows come from the table above (medians of per-round ratios). The
+others come from the focused scripts this run started after it, one at a time on the then idle
+machine: \`bench/list-writes.ts\` (the GET's server time from the server's log, the event loop's
+longest block from a monitor inside it) and \`bench/revocation.ts\` (two compiled instances on
+PostgreSQL, not pinned); bench/README.md says how each measures.
+
+${markdownTargets(scaleTargets)}
+${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then. The service with its\nlimits counted in Redis shows what sharing them between instances costs per request; two instances\nbehind nginx against one, both on PostgreSQL with their limits in Redis, whether an instance costs the\nsame per request when another shares its database.\n\n${markdownReferences(references)}\n` : ''}
 ${notesSection}`
   writeFileSync(join(resultsDir, 'results.md'), markdown)
   writeFileSync(join(resultsDir, 'results.json'), JSON.stringify({
@@ -595,6 +641,8 @@ ${notesSection}`
     summary: cells.map(summarize),
     targets,
     postgresTargets: pgTargets,
+    scaleTargets,
+    focused,
     references,
     cells: cells.map((c) => ({ ...c, configTitle: configTitles[c.config] }))
   }, null, 2) + '\n')

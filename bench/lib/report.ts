@@ -1,4 +1,4 @@
-/** Summaries, the targets of issue 5, and the table (stdout) and markdown (results.md) forms. */
+/** Summaries, the targets of issues 5 and 15, and the table (stdout) and markdown (results.md) forms. */
 import type { LoadResult } from './load.js'
 
 export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'metrics' | 'postgres' | 'express' | 'baseline' | 'pg-redis' | 'nginx'
@@ -157,6 +157,77 @@ export function evaluateTargets (cells: Cell[], engine: 'sqlite' | 'postgres' = 
       })
     }
   }
+  return results
+}
+
+/** What bench/list-writes.ts wrote with --json (the phases of one run). */
+export interface ListWritesResult {
+  size: number
+  phases: { name: string, writes: boolean, gets: number, serverP50: number, serverP99: number, clientP50: number, longestBlock: number }[]
+}
+
+/** The parts of bench/out/revocation.json (bench/revocation.ts) the targets use; ms. */
+export interface RevocationResult {
+  revocation: { everyInstance: { n: number, p50: number, p99: number } }
+  visibility: { n: number, p50: number, p99: number }
+}
+
+/** What the focused scripts gave in this run, or why one did not run. */
+export interface FocusedResults {
+  listWrites: ListWritesResult | string
+  revocation: RevocationResult | string
+}
+
+const cpuRatio = (a: Cell | undefined, b: Cell | undefined) => perRound(a, b, (sa, sb) => sa.cpuPerRequest / sb.cpuPerRequest)
+const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`
+
+/**
+ * The targets of issue 15 (large catalogues, PostgreSQL at speed): two from this run's workloads,
+ * the others from the focused scripts a full run starts after them (`focused`).
+ */
+export function evaluateScaleTargets (cells: Cell[], focused: FocusedResults | undefined): TargetResult[] {
+  const results: TargetResult[] = []
+  const notRun = (why: string | undefined) => why === undefined ? 'not measured (only a full run starts the focused scripts)' : `not measured: ${why}`
+
+  const writes = typeof focused?.listWrites === 'object' ? focused.listWrites.phases.find((p) => p.writes) : undefined
+  const listWritesWhy = typeof focused?.listWrites === 'string' ? focused.listWrites : undefined
+  const size = typeof focused?.listWrites === 'object' ? focused.listWrites.size.toLocaleString('en') : '100,000'
+  results.push(writes === undefined
+    ? { target: `${size} entries, one connection, a PATCH before every GET (SQLite): GET server time p50 ≤ 5 ms`, measured: notRun(listWritesWhy), met: undefined }
+    : { target: `${size} entries, one connection, a PATCH before every GET (SQLite): GET server time p50 ≤ 5 ms`, measured: `${ms(writes.serverP50)} (p99 ${ms(writes.serverP99)}; ${writes.gets} GETs)`, met: writes.serverP50 <= 5 })
+  results.push(writes === undefined
+    ? { target: 'the same workload: longest event-loop block ≤ 20 ms', measured: notRun(listWritesWhy), met: undefined }
+    : { target: 'the same workload: longest event-loop block ≤ 20 ms', measured: ms(writes.longestBlock), met: writes.longestBlock <= 20 })
+
+  for (const engine of ['sqlite', 'postgres'] as const) {
+    const mixed = find(cells, 'list-10k-writes', engine)
+    const readOnly = find(cells, 'list-10k', engine)
+    const r = ratio(mixed, readOnly)
+    const judged = engine === 'sqlite' ? '' : ' (informative)'
+    results.push({ target: `10,000 entries, 50 connections, 1 write in 10, ${engine}: ≥ 0.6 × the read-only req/s${judged}`, measured: r === undefined ? 'not measured' : `${x(r)} (${summarize(mixed!).rps.toFixed(0)} vs ${summarize(readOnly!).rps.toFixed(0)} req/s)`, met: r === undefined || engine !== 'sqlite' ? undefined : r >= 0.6 })
+    const p99 = mixed === undefined ? undefined : summarize(mixed).p99
+    results.push({ target: `the same, ${engine}: p99 ≤ 50 ms${judged}`, measured: p99 === undefined ? 'not measured' : ms(p99), met: p99 === undefined || engine !== 'sqlite' ? undefined : p99 <= 50 })
+  }
+
+  for (const [workload, title, limit] of [['list-100', 'GET list, 100', 2], ['get-pet', 'GET pet', 2], ['patch', 'PATCH', 2.5]] as const) {
+    const pg = find(cells, workload, 'postgres')
+    const lite = find(cells, workload, 'sqlite')
+    const r = cpuRatio(pg, lite)
+    results.push({
+      target: `${title}: PostgreSQL server CPU per request ≤ ${limit} × SQLite's`,
+      measured: r === undefined ? 'not measured' : `${x(r)} (${summarize(pg!).cpuPerRequest.toFixed(0)} vs ${summarize(lite!).cpuPerRequest.toFixed(0)} µs)`,
+      met: r === undefined ? undefined : r <= limit
+    })
+  }
+
+  const revocation = typeof focused?.revocation === 'object' ? focused.revocation : undefined
+  const revocationWhy = typeof focused?.revocation === 'string' ? focused.revocation : undefined
+  results.push(revocation === undefined
+    ? { target: 'PostgreSQL, two instances: a write on one is in the other\'s list within 100 ms, p99', measured: notRun(revocationWhy), met: undefined }
+    : { target: 'PostgreSQL, two instances: a write on one is in the other\'s list within 100 ms, p99', measured: `${ms(revocation.visibility.p99)} (p50 ${ms(revocation.visibility.p50)}; ${revocation.visibility.n} writes)`, met: revocation.visibility.p99 <= 100 })
+  results.push(revocation === undefined
+    ? { target: 'PostgreSQL, two instances: a revoked key is refused by every instance within 1 s, p99', measured: notRun(revocationWhy), met: undefined }
+    : { target: 'PostgreSQL, two instances: a revoked key is refused by every instance within 1 s, p99', measured: `${ms(revocation.revocation.everyInstance.p99)} (p50 ${ms(revocation.revocation.everyInstance.p50)}; ${revocation.revocation.everyInstance.n} keys)`, met: revocation.revocation.everyInstance.p99 <= 1000 })
   return results
 }
 
