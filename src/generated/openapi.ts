@@ -351,9 +351,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The storage is unreachable; retry later */
+        /** @description The storage is unreachable (or, for a request with a key, too many keys are being checked at once); retry after `Retry-After` seconds */
         ServiceUnavailable: {
             headers: {
+                "Retry-After": components["headers"]["Retry-After"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -496,9 +497,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The storage is unreachable, retry later; with the operation's `Deprecation`, `Sunset` and `Link` */
+        /** @description The storage is unreachable (or too many keys are being checked at once), retry after `Retry-After` seconds; with the operation's `Deprecation`, `Sunset` and `Link` */
         DeprecatedServiceUnavailable: {
             headers: {
+                "Retry-After": components["headers"]["Retry-After"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
