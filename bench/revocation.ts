@@ -4,9 +4,11 @@
  * LISTEN/NOTIFY (src/store/postgres/).
  *
  * - Revocation: a key is used on both instances (so both have it cached), revoked through the
- *   store as `keys revoke` does, and both are then asked with it again and again until each
- *   refuses it (401; or 429 once this address has failed authentication too often). Measured from the moment the revocation has committed to the 401 of each instance (a
- *   request in flight counts: the figure is an upper bound). "Every instance" is the later of the two.
+ *   store as `keys revoke` does, and both are then asked with it (GET /v1/pets/1, each key from
+ *   a loopback address of its own) again and again until each refuses it (401; or 429 once the
+ *   address has failed authentication too often). Measured from the moment the revocation has
+ *   committed to the refusal of each instance (a request in flight counts: the figure is an
+ *   upper bound). "Every instance" is the later of the two.
  * - Visibility: a PATCH on one instance, then the other instance's GET /v1/inventory, again and
  *   again, until it shows the new quantity; from the PATCH's 200 to that list. Alternately A→B, B→A.
  *
@@ -17,6 +19,7 @@
  * machine every figure includes waiting for a core.
  */
 import { spawnSync } from 'node:child_process'
+import { get as httpGet } from 'node:http'
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -76,7 +79,7 @@ function summary (samples: number[]) {
 }
 
 /** Asks `server` until `done` says the answer is the awaited one; ms from `since` to that answer. */
-async function until (since: number, ask: () => Promise<Response>, done: (res: Response) => Promise<boolean>, limitMs = 10_000): Promise<number> {
+async function until<R> (since: number, ask: () => Promise<R>, done: (answer: R) => Promise<boolean>, limitMs = 10_000): Promise<number> {
   for (;;) {
     const res = await ask()
     const now = performance.now()
@@ -95,25 +98,38 @@ try {
   const [a, b] = [servers[0]!, servers[1]!]
   const get = (server: ServerHandle, secret: string, path = '/v1/inventory') =>
     fetch(`${server.baseUrl}${path}`, { headers: { authorization: `Bearer ${secret}` } })
+  /**
+   * The status of GET /v1/pets/1 with `secret`, sent from the loopback address `from`. Each key
+   * gets an address of its own: the polls of a revoked key fail authentication, and after a few
+   * of them an address is limited, its new keys no longer looked up at once (the key guard,
+   * src/rate-limit/key-guard.ts), which would hold up the next key rather than measure anything.
+   */
+  const status = (server: ServerHandle, secret: string, from: string) => new Promise<number>((resolve, reject) => {
+    const url = new URL('/v1/pets/1', server.baseUrl)
+    const request = httpGet({ host: url.hostname, port: url.port, path: url.pathname, localAddress: from, agent: false, headers: { authorization: `Bearer ${secret}` } }, (res) => {
+      res.resume()
+      res.on('end', () => { resolve(res.statusCode ?? 0) })
+    })
+    request.on('error', reject)
+  })
 
   console.log(`Revocation: ${revocations} keys, each used on both instances, revoked, then asked for until refused`)
   const perInstance: number[] = []
   const everyInstance: number[] = []
   for (let i = 0; i < revocations; i++) {
     const { record, secret } = await issueApiKey(store, { name: `revocation ${i}`, plan: 'enterprise', perMinute: 1_000_000, perDay: 1_000_000 })
+    const from = `127.0.${1 + Math.floor(i / 250) % 250}.${1 + i % 250}`
     for (const server of [a, b]) {
-      const res = await get(server, secret)
-      await res.arrayBuffer()
-      if (res.status !== 200) throw new Error(`a new key answered ${res.status} on ${server.name}`)
+      const answer = await status(server, secret, from)
+      if (answer !== 200) throw new Error(`a new key answered ${answer} on ${server.name}`)
     }
     await store.revokeApiKey(record.id)
     const committed = performance.now()
     // Refused: 401, or 429 once this address has failed authentication too often (a key still
     // accepted would be counted under its own, unreachable limits instead).
-    const refused = await Promise.all([a, b].map((server) => until(committed, () => get(server, secret), async (res) => {
-      await res.arrayBuffer()
-      if (res.status !== 200 && res.status !== 401 && res.status !== 429) throw new Error(`a revoked key answered ${res.status}`)
-      return res.status !== 200
+    const refused = await Promise.all([a, b].map((server) => until(committed, () => status(server, secret, from), async (answer) => {
+      if (answer !== 200 && answer !== 401 && answer !== 429) throw new Error(`a revoked key answered ${answer}`)
+      return answer !== 200
     })))
     perInstance.push(...refused)
     everyInstance.push(Math.max(...refused))
