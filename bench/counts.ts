@@ -302,13 +302,13 @@ const breakdown = (counts: Map<string, number>, row: Row) =>
   counts.size === 0 ? '—' : [...counts].sort((a, b) => b[1] - a[1]).map(([name, n]) => `${perRequest(n, row)} ${name}`).join(', ')
 const bytes = (n: number, row: Row) => Math.round(n / row.repetitions).toLocaleString('en')
 
-// Reads whose statements other sessions' writes can change (the list is cached under
-// pg_current_snapshot(), which any write anywhere in the cluster moves on), and rows whose
-// requests did not all send the same statements.
+// Rows during which other sessions wrote to the cluster (only writes to this run's own schema,
+// announced by NOTIFY, make the service read again; the note says the row may include such
+// re-reads), and rows whose requests did not all send the same statements.
 for (const row of rows) {
   const where = `${row.operation.title}, ${row.size.toLocaleString('en')} entries`
   if (row.othersWrote) {
-    notes.push(`${where}: other sessions wrote to the PostgreSQL cluster meanwhile, which changes pg_current_snapshot(): a list re-read counted here would not happen on a cluster of its own`)
+    notes.push(`${where}: other sessions wrote to the PostgreSQL cluster meanwhile; only writes to this run's database make the service read again, so a re-read counted here came from one of those`)
   }
   const uneven = [...row.pg].filter(([, n]) => n % row.repetitions !== 0).map(([name, n]) => `${perRequest(n, row)} ${name}`)
   if (uneven.length > 0) notes.push(`${where}: not every request sent the same statements (${uneven.join(', ')} per request)`)
