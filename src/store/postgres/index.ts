@@ -134,6 +134,9 @@ export function createPostgresStore (connectionString: string, options: Postgres
     whole: (chunks) => `[${chunks.join(',')}]`
   })
 
+  // The orders' JSON text, kept with the cached array it was made from: orders.get() returns the
+  // same frozen array until an order changes, so an unchanged list is not stringified per request.
+  const ordersText = new WeakMap<readonly Order[], string>()
   const readOrders = async (name: 'listOrders' | 'listOrdersOf', values?: unknown[]) => (await run<OrderRow>(name, values)).map(toOrder)
   const orders = new CachedList<Order, readonly Order[], Order[]>(orderChanges, {
     all: async () => {
@@ -280,7 +283,10 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
     listOrdersJson: async () => {
       feed.start()
-      return JSON.stringify(await orders.get())
+      const list = await orders.get()
+      let text = ordersText.get(list)
+      if (text === undefined) ordersText.set(list, text = JSON.stringify(list))
+      return text
     },
 
     importCatalogue: (catalogue) => changingEverything(() => bulkTransaction(pool, (bulk) => importCatalogue(bulk, catalogue))),
