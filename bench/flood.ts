@@ -23,7 +23,6 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { Agent, request as httpRequest } from 'node:http'
-import { createServer } from 'node:net'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -39,6 +38,7 @@ import { projectRoot } from '../src/paths.js'
 import { MemoryRateLimitStore } from '../src/rate-limit/memory-store.js'
 import { issueApiKey } from '../src/store/api-keys.js'
 import { createStore } from '../src/store/create-store.js'
+import { freePort } from './lib/servers.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -55,16 +55,6 @@ const UNLOADED_REQUESTS = 300
 
 const percentile = (sorted: number[], p: number) => sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
 const ms = (value: number) => `${value.toFixed(1)} ms`
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
-}
 
 interface Answer { status: number, ms: number }
 

@@ -9,6 +9,7 @@ import t, { type Test } from 'tap'
 import { buildTestApp, tempDir, type TestApp } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { freePort } from '../helpers/ports.js'
 
 /** The samples of a scrape: `name{label="value",…}` (labels as Prometheus writes them) → value. */
 type Samples = Map<string, number>
@@ -25,15 +26,6 @@ function parseSamples (text: string): Samples {
 
 const series = (name: string, labels: Record<string, string>) =>
   `${name}{${Object.entries(labels).map(([k, v]) => `${k}="${v}"`).join(',')}}`
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
-}
 
 interface MetricsApp extends TestApp {
   metricsUrl: string

@@ -10,7 +10,6 @@
  */
 import t, { type Test } from 'tap'
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type BrowserContext, chromium, type Page } from 'playwright-core'
@@ -18,6 +17,7 @@ import { loadDocument } from '../../src/openapi/document.js'
 import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
+import { freePort } from '../helpers/ports.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const FIRST_SCREEN = { width: 1280, height: 1800 }
@@ -26,16 +26,6 @@ const SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser.png')
 const RESPONSE_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-response.png')
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium); the browser test of the docs page did not run`
 if (skip) t.comment(`skipped: ${skip}`)
-
-/** A port free right now, so the server can be told its own public address before it starts. */
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
-}
 
 /** Chromium on a fresh profile directory (a persistent context is how Playwright takes --user-data-dir). */
 async function launch (t: Test): Promise<BrowserContext> {

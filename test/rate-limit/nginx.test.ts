@@ -11,7 +11,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { chmodSync, existsSync, writeFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { delimiter, join } from 'node:path'
 import t, { type Test } from 'tap'
 import { projectRoot } from '../../src/paths.js'
@@ -20,6 +20,7 @@ import { document } from '../helpers/contract.js'
 import { keyInDatabase } from '../helpers/keys.js'
 import { startServer, type ServerProcess } from '../helpers/server-process.js'
 import { REDIS_SKIP, REDIS_URL, redisAvailable, redisPrefix } from './helpers.js'
+import { freePort } from '../helpers/ports.js'
 
 const SNIPPET = join(projectRoot, 'docs', 'nginx', 'petstore-proxy.conf')
 const free = document.plans.free!
@@ -28,16 +29,6 @@ const nginxBinary = ['/usr/sbin/nginx', ...(process.env.PATH ?? '').split(delimi
 // .ci/run installs Debian's nginx; on CI its absence is a failure, elsewhere the test says what to install.
 const NGINX_SKIP = 'nginx is not installed: apt-get install nginx (Debian\'s package; .ci/run installs it) to run the reverse-proxy test'
 const redisUp = await redisAvailable()
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
-}
 
 async function waitForPort (port: number, child: ChildProcess, stderr: () => string, timeoutMs = 10_000): Promise<void> {
   const until = Date.now() + timeoutMs
