@@ -528,7 +528,7 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description Strong entity tag of the response body: the SHA-256 of its bytes, so equal bodies have equal tags on every instance. A body sent in a content coding (`Content-Encoding: br` or `gzip`, for bodies of 1 KiB or more when `Accept-Encoding` allows, with `Vary: Accept-Encoding`) has a tag of its own, the same hash followed by `-br` or `-gzip`. Send it back in `If-None-Match` to get `304` while the body is unchanged. */
+        /** @description Strong entity tag of the response body, derived from the body alone: equal bodies have equal tags on every instance, and a changed body gets a new tag. Treat it as opaque (it is 43 base64url characters today: the SHA-256 of the body, or for the inventory and order lists a SHA-256 over the SHA-256 digests of the list's chunks, so that a change re-hashes one chunk). A body sent in a content coding (`Content-Encoding: br` or `gzip`, for bodies of 1 KiB or more when `Accept-Encoding` allows, with `Vary: Accept-Encoding`) has a tag of its own, the same hash followed by `-br` or `-gzip`. Send it back in `If-None-Match` to get `304` while the body is unchanged. */
         ETag: string;
         /** @description The id of this request, also in every log line about it: the `X-Request-Id` the request carried when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`, otherwise a fresh UUID. */
         "X-Request-Id": string;

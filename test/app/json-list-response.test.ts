@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import t from 'tap'
 import { ResponseValidationError } from '../../src/errors.js'
@@ -7,6 +6,7 @@ import { serializerCompiler } from '../../src/http/validation.js'
 import { loadDocument } from '../../src/openapi/document.js'
 import { JsonList, type JsonListVersion } from '../../src/store/json-list.js'
 import { buildTestApp } from '../helpers/app.js'
+import { listTag } from '../helpers/entity-tag.js'
 
 // A list handed to the response serializer as a JsonListVersion is checked in full once; each
 // later version only by the elements changed since the last version that passed. Every changed
@@ -76,7 +76,7 @@ t.test('a schema with array constraints of its own is always checked in full', a
   t.throws(() => serialized(serialize, list.version()), /must NOT have more than 1 item/, 'two items where one is the most')
 })
 
-t.test('a list version sent first as a stream, then as one Buffer: the same bytes, Content-Length and ETag (its SHA-256)', async (t) => {
+t.test('a list version sent first as a stream, then as one Buffer: the same bytes, Content-Length and ETag (derived from the body)', async (t) => {
   const api = await buildTestApp(t, { logger: false })
   const headers = await api.authHeader('pro')
   const get = () => api.request({ method: 'GET', url: '/v1/inventory', headers })
@@ -87,7 +87,7 @@ t.test('a list version sent first as a stream, then as one Buffer: the same byte
   for (const [what, res] of [['streamed', streamed], ['buffered', buffered]] as const) {
     t.equal(res.statusCode, 200, what)
     t.equal(res.headers['content-length'], String(res.rawPayload.length), `${what}: Content-Length`)
-    t.equal(res.headers.etag, `"${createHash('sha256').update(res.rawPayload).digest('base64url')}"`, `${what}: the SHA-256 of the body`)
+    t.equal(res.headers.etag, listTag(res.rawPayload, (item: { petId: number }) => item.petId), `${what}: the tag of the body`)
   }
   t.equal(streamed.body, buffered.body)
   t.equal(streamed.headers.etag, buffered.headers.etag)

@@ -54,8 +54,9 @@ function addVary (reply: FastifyReply, field: string): void {
 
 /**
  * Conditional GET and the encoded bodies of GET responses (PRODUCT.md §1, Conditional requests
- * and compression). Every 200 to a GET (and HEAD) with a JSON body gets a strong ETag made of the
- * SHA-256 of its bytes, so equal bodies have equal tags on every instance; a body sent in a
+ * and compression). Every 200 to a GET (and HEAD) with a JSON body gets a strong ETag derived from
+ * the body alone (the SHA-256 of its bytes, or for a list version the tree digest JsonList keeps),
+ * so equal bodies have equal tags on every instance; a body sent in a
  * content coding has a tag of its own (`"<hash>-br"`, `"<hash>-gzip"`), as RFC 9110 §8.8.3 asks of
  * strong validators. A request whose If-None-Match holds the current tag is answered 304 without a
  * body; it has been authenticated and counted like any other, and keeps its rate-limit headers.
@@ -74,8 +75,8 @@ function addVary (reply: FastifyReply, field: string): void {
 async function conditionalRequests (app: FastifyInstance) {
   const cache = new WeakMap<Buffer, Representations>()
   // A list version (src/store/json-list.ts), sent as a stream of its parts or as one Buffer: its
-  // hash is the SHA-256 the list keeps (hashed from the first chunk that changed, not the whole
-  // body); its bytes are only put together when a coding needs them.
+  // hash is the digest the list keeps (only the chunks that changed are hashed again); its bytes
+  // are only put together when a coding needs them.
   const lists = new WeakMap<JsonListVersion, Representations>()
 
   const representationsOf = (payload: string | Buffer): { bytes: Buffer, entry: Representations } => {
