@@ -2,9 +2,9 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { freePort } from '../../test/helpers/ports.js'
 import { cpuSeconds } from './proc.js'
 
 export interface ServerHandle {
@@ -29,16 +29,8 @@ export interface StartOptions {
   cpuProfileDir?: string | undefined
 }
 
-export async function freePort (): Promise<number> {
-  const server = createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const address = server.address()
-  server.close()
-  await once(server, 'close')
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
-}
+// The tests' helper: one definition of how a free loopback port is found.
+export { freePort }
 
 export async function startServer (options: StartOptions): Promise<ServerHandle> {
   const port = await freePort()
