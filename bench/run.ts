@@ -125,9 +125,11 @@ const patchRequests: RequestTemplate[] = Array.from({ length: 1000 }, (_, i) => 
   path: `/v1/inventory/${(i % 100) + 1}`,
   body: JSON.stringify({ quantity: (i * 7) % 1000 })
 }))
-// Nine lists to one write: the list is rebuilt after every write, so this shows a list that is
-// not served from the store's cached text.
-const listWithWritesRequests: RequestTemplate[] = patchRequests.slice(0, 100).flatMap((patch) => [...Array<RequestTemplate>(9).fill(listRequest[0]!), patch])
+// Nine lists to one write, so the list changes before every tenth GET. Each pet's PATCHes
+// alternate between two quantities (patchRequests i and i + 100): with one PATCH per pet, as
+// before 2026-11-23 22:50 UTC, every write after the first pass set the value it already had and
+// the list never changed again.
+const listWithWritesRequests: RequestTemplate[] = patchRequests.slice(0, 200).flatMap((patch) => [...Array<RequestTemplate>(9).fill(listRequest[0]!), patch])
 const gzip = { 'accept-encoding': 'gzip' }
 const br = { 'accept-encoding': 'br' }
 const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => ({ method: 'GET', path: `/v1/pets/${i + 1}` }))
@@ -144,7 +146,9 @@ const knownConfigs: ConfigId[] = ['ceiling', 'bare', 'sqlite', 'redis', 'metrics
 // sharing the database and Redis behind nginx, under a mix with writes (each instance's caches
 // then see the other's writes).
 const scaleOut: ConfigId[] = ['pg-redis', 'nginx']
-const scaleOutRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => i % 10).flatMap((slot, i) =>
+// 1,000 templates, so that each PATCHed pet gets ten different quantities in turn (with 100, each
+// got one, and its PATCHes changed nothing after the first pass).
+const scaleOutRequests: RequestTemplate[] = Array.from({ length: 1000 }, (_, i) => i % 10).flatMap((slot, i) =>
   slot < 4 ? [listRequest[0]!] : slot < 8 ? [getPetRequests[i % 100]!] : slot === 8 ? [{ method: 'GET', path: '/v1/store/orders' }] : [patchRequests[i]!])
 
 const allWorkloads: Workload[] = [
