@@ -15,9 +15,10 @@ export const bytesTag = (body: Buffer | string) => `"${sha256(body).toString('ba
  */
 export function listTag (body: Buffer | string, keyOf: (element: never) => number, chunkSize?: number): string {
   const text = body.toString()
-  const texts = (JSON.parse(text) as unknown[]).map((element) => JSON.stringify(element))
+  const elements = JSON.parse(text) as never[]
+  const texts = elements.map((element) => JSON.stringify(element))
   if (`[${texts.join(',')}]` !== text) throw new Error('not a compact JSON array of compact elements')
-  const keys = (JSON.parse(text) as never[]).map(keyOf)
+  const keys = elements.map(keyOf)
   const digests: Buffer[] = []
   let from = 0
   texts.forEach((_, i) => {
