@@ -4,7 +4,7 @@ import type { OperationHandler } from '../src/http/operation-types.js'
 /** GET /v1/pets/{petId} (deprecated: its headers and sunset come from openapi.yaml). */
 export const getPetById: OperationHandler<'getPetById'> = async (request) => {
   const { petId } = request.params
-  const pet = await request.server.store.getPet(petId)
+  const pet = await request.server.petsRepository.get(petId)
   if (pet === undefined) throw notFound(`no pet with id ${petId}`)
   return pet
 }

@@ -7,5 +7,5 @@ import type { OperationHandler, SuccessBody } from '../src/http/operation-types.
  * openapi.yaml before it is sent.
  */
 export const listInventory: OperationHandler<'listInventory'> = async (request) => {
-  return new JsonText<SuccessBody<'listInventory'>>(await request.server.store.listInventoryJson())
+  return new JsonText<SuccessBody<'listInventory'>>(await request.server.inventoryRepository.listJson())
 }

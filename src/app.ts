@@ -16,6 +16,7 @@ import errorHandling, { answerClientError, answerFrameworkError } from './plugin
 import httpProtocol from './plugins/app/http-protocol.js'
 import metrics from './plugins/app/metrics.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
+import repositories from './plugins/app/repositories.js'
 import storage from './plugins/app/storage.js'
 import bearerAuth from './plugins/external/bearer-auth.js'
 import compress from './plugins/external/compress.js'
@@ -38,6 +39,8 @@ export interface AppOptions {
   handlers?: Partial<HandlerMap>
   /** Milliseconds since the epoch; the rate-limit windows and the sunset read it. */
   now?: () => number
+  /** How often expired Idempotency-Key records are removed (tests shorten it). */
+  idempotencySweepMs?: number | undefined
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
@@ -108,6 +111,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
     seed: config.seed,
     store: options.store
   })
+  await fastify.register(repositories, { now, sweepIntervalMs: options.idempotencySweepMs })
   await fastify.register(rateLimitPolicy, { plans: document.plans, banAfter: config.rateLimitBanAfter, now })
 
   await fastify.register(health)

@@ -1,5 +1,6 @@
 import type { components } from '../generated/openapi.js'
 import type { JsonListVersion } from './json-list.js'
+import type { DataAccess } from './work.js'
 
 export type InventoryItem = components['schemas']['InventoryItem']
 export type Pet = components['schemas']['Pet']
@@ -46,10 +47,11 @@ export interface NewApiKey {
 }
 
 /**
- * Everything the service stores, whatever the engine. Handlers and the CLI see only this;
- * the engine is chosen once, in createStore.
+ * Everything the service stores, whatever the engine; the engine is chosen once, in createStore.
+ * `read` and `write` run the repositories' work (src/repositories/), written once for both
+ * engines; the methods below are the engine's own fast paths and its lifecycle.
  */
-export interface Store {
+export interface Store extends DataAccess {
   readonly engine: 'sqlite' | 'postgres'
   /** Applies pending schema migrations; idempotent. */
   migrate (): Promise<void>

@@ -4,12 +4,14 @@ import { applyMigrations, migrationsDirectory, readMigrations } from '../migrati
 import { toInventoryItem, toOrder, toPet, type InventoryRow, type OrderRow, type PetRow } from '../rows.js'
 import type { ApiKeyRecord, NewApiKey, Order, Pet, Store } from '../types.js'
 import { CachedList } from './cached-list.js'
-import { ChangeFeed, type Changed } from './changes.js'
+import { ChangeFeed, parseChange, type Change, type Changed } from './changes.js'
 import { deepFreeze, EntryCache } from './entry-cache.js'
 import { importCatalogue } from './import.js'
 import { Invalidations } from './invalidations.js'
 import { InventoryWrites } from './inventory-writes.js'
-import { bulkTransaction, openPool, query, writeAndAnnounce, type PostgresStoreOptions } from './pool.js'
+import { runAsync } from '../work.js'
+import { postgresStepRunner } from './dialect.js'
+import { bulkTransaction, openPool, query, translate, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
 
 /** First key of the advisory lock that serialises migrations; the second is the schema's name. */
@@ -177,12 +179,15 @@ export function createPostgresStore (connectionString: string, options: Postgres
     kinds.keys.changed('all')
   }
 
+  /** A change committed by anyone: announced by another connection, or recorded by our own transaction. */
+  const applyChange = (change: Change) => {
+    if (change.pets !== undefined) kinds.pets.changed(change.pets)
+    if (change.orders !== undefined) kinds.orders.changed(change.orders)
+    if (change.keys !== undefined) kinds.keys.changed(change.keys)
+  }
+
   const feed = new ChangeFeed({ connectionString }, {
-    changed: (change) => {
-      if (change.pets !== undefined) kinds.pets.changed(change.pets)
-      if (change.orders !== undefined) kinds.orders.changed(change.orders)
-      if (change.keys !== undefined) kinds.keys.changed(change.keys)
-    },
+    changed: applyChange,
     listening: () => setCaching(true),
     lost: () => setCaching(false)
   }, { timeoutMs: options.timeoutMs ?? 5000, isOwnBackend: (pid) => ownBackends.has(pid) })
@@ -234,6 +239,30 @@ export function createPostgresStore (connectionString: string, options: Postgres
       closed = true
       await feed.close()
       await pool.end()
+    },
+
+    read: async (work) => {
+      try {
+        return await runAsync(work(), 'postgres', postgresStepRunner(pool))
+      } catch (error) {
+        const failure = translate(error)
+        if (connectionFailed(failure)) feed.restart()
+        throw failure
+      }
+    },
+
+    // Our own connections' notifications are ignored (see ownBackends): what the transaction
+    // changed comes back from the triggers with its commit and reaches the caches here, before
+    // the caller is answered.
+    write: async (work) => {
+      try {
+        const { value, changes } = await writeTransaction(pool, (client) => runAsync(work(), 'postgres', postgresStepRunner(client)))
+        for (const payload of changes) applyChange(parseChange(payload))
+        return value
+      } catch (error) {
+        if (connectionFailed(error)) feed.restart()
+        throw error
+      }
     },
 
     countPets: async () => (await one<{ n: number }>('countPets')).n,

@@ -145,3 +145,31 @@ export async function writeAndAnnounce<R extends pg.QueryResultRow> (pool: pg.Po
   if (announced.status === 'rejected') pool.query(announcement).catch(() => {})
   return written.value.rows
 }
+
+/** What the change triggers recorded in this transaction (migration 003): payloads separated by ';'. */
+const RECORDED_CHANGES = "SELECT current_setting('petstore.changes', true) AS changes"
+
+/**
+ * Runs `work` in one transaction on one connection of the pool, and returns with its value the
+ * change payloads the triggers recorded in it, for this instance's own caches. BEGIN goes out with
+ * the first statement, and the read of the recorded changes with COMMIT (the pool pipelines).
+ */
+export async function writeTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<{ value: T, changes: string[] }> {
+  const { client, release } = await checkOut(pool)
+  let discard = false
+  try {
+    const begun = client.query('BEGIN')
+    begun.catch(() => {})
+    const value = await work(client)
+    await begun
+    const [recorded] = await Promise.all([client.query<{ changes: string | null }>(RECORDED_CHANGES), client.query('COMMIT')])
+    const text = recorded.rows[0]?.changes ?? ''
+    return { value, changes: text === '' ? [] : text.split(';') }
+  } catch (error) {
+    if (!(error instanceof pg.DatabaseError)) discard = true
+    await client.query('ROLLBACK').catch(() => { discard = true })
+    throw translate(error)
+  } finally {
+    release(discard)
+  }
+}

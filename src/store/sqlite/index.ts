@@ -1,8 +1,11 @@
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { petColumns, toInventoryItem, toOrder, toPet } from '../rows.js'
+import type { TableName } from '../schema.js'
 import type { Catalogue, ImportCounts, InventoryItem, NewApiKey, Store } from '../types.js'
+import { runSync } from '../work.js'
 import { ReadCaches } from './caches.js'
 import { failureOf, isBusy, migrationTransaction, openDatabase, retryWhileBusy } from './database.js'
+import { sqliteStepRunner } from './dialect.js'
 import { GroupCommit } from './group-commit.js'
 import { LoggedList } from './lists.js'
 import { prepareStatements, type Statements } from './statements.js'
@@ -14,6 +17,15 @@ export interface SqliteStoreOptions {
 }
 
 type WriteKind = 'inventory' | 'keys'
+
+/**
+ * A write waiting in the group commit: a PATCH (which names its pet, so that a read of another
+ * pet need not wait for it) or a repository's work (which may change anything).
+ */
+interface QueuedWrite {
+  petId?: number
+  apply (): unknown
+}
 
 /** The row of a statement that always returns one (an aggregate, a row just inserted). */
 function oneRow<R> (row: R | undefined): R {
@@ -73,10 +85,10 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
 
   /**
    * Reads after the writes of `kind` this process has accepted but not yet committed (or failed);
-   * of the queued PATCHes, only those `sees` picks out when given (the read cannot see the others).
+   * of the queued writes, only those `sees` picks out when given (the read cannot see the others).
    */
-  const readingAfterWrites = <T>(kind: WriteKind, work: () => T, sees?: (patch: { petId: number }) => boolean): Promise<T> => {
-    const queued = kind === 'inventory' ? inventoryUpdates.idle(sees) : undefined
+  const readingAfterWrites = <T>(kind: WriteKind, work: () => T, sees?: (write: QueuedWrite) => boolean): Promise<T> => {
+    const queued = kind === 'inventory' ? writes.idle(sees) : undefined
     if (queued === undefined && retrying[kind].size === 0) return reading(work)
     return Promise.allSettled([...retrying[kind], queued]).then(() => readingAlone(work))
   }
@@ -104,19 +116,27 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     }
   }
 
-  // Concurrent PATCHes share one commit; each is answered after it (see GroupCommit).
-  const inventoryUpdates = new GroupCommit({
+  // Every write of the request path (PATCHes and the repositories' work) waits in one queue and
+  // shares one commit per event-loop turn, in arrival order; each is answered after it (see
+  // GroupCommit). The tables the batch wrote say which caches it makes stale.
+  const runner = sqliteStepRunner(db)
+  const tablesWritten = new Set<TableName>()
+  const noteTables = (tables: readonly TableName[]) => { for (const table of tables) tablesWritten.add(table) }
+  const writes = new GroupCommit<QueuedWrite, unknown>({
     db,
-    apply: ({ petId, quantity }: { petId: number, quantity: number }): InventoryItem | undefined => {
-      const row = statements().updateInventory.get(quantity, petId)
-      return row && toInventoryItem(row)
-    },
+    apply: (call) => call.apply(),
     finish: () => { statements().pruneChangeLog.run() },
     timeoutMs,
     failure: failed,
     beforeBatch: () => { snapshot.end() },
-    afterBatch: () => { caches.wrote('inventory'); noteCommit() }
+    afterBatch: () => {
+      caches.wrote(tablesWritten.has('api_keys') ? 'all' : 'inventory')
+      tablesWritten.clear()
+      noteCommit()
+    }
   })
+  // The promise settles with what the call's own apply returned.
+  const queueWrite = <T>(call: { petId?: number, apply: () => T }): Promise<T> => writes.run(call) as Promise<T>
 
   // The lists, kept in memory and updated from the change log (see LoggedList).
   const inventoryList = new LoggedList({
@@ -151,7 +171,7 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     ping: () => reading(() => { db.prepare('SELECT 1').get() }),
 
     close: async () => {
-      inventoryUpdates.flush()
+      writes.flush()
       snapshot.end()
       if (db.open) db.close()
     },
@@ -164,17 +184,28 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
 
     listInventoryJson: () => readingAfterWrites('inventory', () => caches.list('inventory', syncList(inventoryList))),
 
-    updateInventory: (petId, quantity) => inventoryUpdates.run({ petId, quantity }),
+    updateInventory: (petId, quantity) => queueWrite({
+      petId,
+      apply: (): InventoryItem | undefined => {
+        const row = statements().updateInventory.get(quantity, petId)
+        return row && toInventoryItem(row)
+      }
+    }),
+
+    read: (work) => readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner)),
+
+    // A savepoint inside the batch's transaction: work that fails undoes only its own statements.
+    write: (work) => queueWrite({ apply: () => db.transaction(() => runSync(work(), 'sqlite', runner, noteTables))() }),
 
     getPet: (petId) => readingAfterWrites('inventory', () => caches.pet(petId, () => {
       const row = statements().getPet.get(petId)
       return row && toPet(row)
-    }), (patch) => patch.petId === petId),
+    }), (write) => write.petId === undefined || write.petId === petId),
 
-    // Orders are written only by imports, never by PATCH.
-    listOrders: () => readingAfterWrites('inventory', () => statements().listOrders.all().map(toOrder), () => false),
+    // PATCHes never change orders; a repository's work may.
+    listOrders: () => readingAfterWrites('inventory', () => statements().listOrders.all().map(toOrder), (write) => write.petId === undefined),
 
-    listOrdersJson: () => readingAfterWrites('inventory', () => caches.list('orders', syncList(orderList)), () => false),
+    listOrdersJson: () => readingAfterWrites('inventory', () => caches.list('orders', syncList(orderList)), (write) => write.petId === undefined),
 
     importCatalogue: (catalogue: Catalogue) => writing('inventory', (): ImportCounts => {
       const st = statements()

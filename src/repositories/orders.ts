@@ -1,0 +1,174 @@
+import { sql } from 'kysely'
+import { toOrder } from '../store/rows.js'
+import { dynamic, statement, type Arg } from '../store/query.js'
+import type { Order } from '../store/types.js'
+import { all, first, lockRow, run, type DataAccess, type Work } from '../store/work.js'
+import type { IdempotencyRepository, Idempotent, IdempotentRequest } from './idempotency.js'
+
+export type OrderStatus = Order['status']
+
+/** The statuses whose orders reserve their pet's units (the status rule of openapi.yaml). */
+export const OPEN_STATUSES: readonly OrderStatus[] = ['placed', 'approved']
+
+export interface NewOrder {
+  petId: number
+  quantity: number
+  /** ISO 8601 text, kept as it was sent. */
+  shipDate: string
+}
+
+export type PlaceOutcome =
+  | { kind: 'placed', order: Order }
+  | { kind: 'no_inventory' }
+  | { kind: 'insufficient_stock', available: number }
+
+export type StatusOutcome =
+  | { kind: 'updated', order: Order }
+  | { kind: 'not_found' }
+  | { kind: 'invalid_transition', from: OrderStatus }
+  | { kind: 'insufficient_stock', stock: number, order: Order }
+
+export type CancelOutcome = { kind: 'cancelled' } | { kind: 'not_found' } | { kind: 'invalid_transition', from: OrderStatus }
+
+export interface PageQuery {
+  statuses?: readonly OrderStatus[] | undefined
+  petId?: number | undefined
+  /** Only orders with a higher id (the cursor of the previous page). */
+  afterId?: number | undefined
+  limit: number
+}
+
+export interface OrdersRepository {
+  /**
+   * Places an order if the pet's stock, less what its open orders reserve, covers it. With an
+   * Idempotency-Key, once per key (see IdempotencyRepository.guard).
+   */
+  place (order: NewOrder, idempotency?: IdempotentRequest): Promise<Idempotent<PlaceOutcome>>
+  get (id: number): Promise<Order | undefined>
+  /**
+   * Moves an order on: placed → approved, placed | approved → delivered (the units leave the
+   * stock in the same transaction). Its own status again changes nothing.
+   */
+  setStatus (id: number, status: Exclude<OrderStatus, 'placed'>): Promise<StatusOutcome>
+  /** Deletes an open order; a delivered one stays. */
+  cancel (id: number): Promise<CancelOutcome>
+  /** Orders in id order, after `afterId`; `more` when others follow. */
+  page (query: PageQuery): Promise<{ orders: Order[], more: boolean }>
+}
+
+/** The columns of an order under the names of Order (toOrder maps the row). */
+const orderSelection = ['id', 'pet_id as petId', 'quantity', 'ship_date as shipDate', 'status', 'complete'] as const
+
+const q = {
+  stock: statement('orders.stock', (db, arg: Arg<{ petId: number }>) => db
+    .selectFrom('inventory').select('quantity').where('pet_id', '=', arg('petId'))),
+  reserved: statement('orders.reserved', (db, arg: Arg<{ petId: number }>) => db
+    .selectFrom('orders')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('quantity'), sql<number>`0`).as('units'))
+    .where('pet_id', '=', arg('petId'))
+    .where('status', 'in', OPEN_STATUSES)),
+  insert: statement('orders.insert', (db, arg: Arg<NewOrder>) => db
+    .insertInto('orders')
+    .values({ pet_id: arg('petId'), quantity: arg('quantity'), ship_date: arg('shipDate'), status: 'placed', complete: false })
+    .returning(orderSelection)),
+  byId: statement('orders.byId', (db, arg: Arg<{ id: number }>) => db
+    .selectFrom('orders').select(orderSelection).where('id', '=', arg('id'))),
+  setStatus: statement('orders.setStatus', (db, arg: Arg<{ id: number, status: OrderStatus, complete: boolean }>) => db
+    .updateTable('orders').set({ status: arg('status'), complete: arg('complete') }).where('id', '=', arg('id'))
+    .returning(orderSelection)),
+  takeFromStock: statement('orders.takeFromStock', (db, arg: Arg<{ petId: number, quantity: number }>) => db
+    .updateTable('inventory').set((eb) => ({ quantity: eb('quantity', '-', arg('quantity')) })).where('pet_id', '=', arg('petId'))),
+  remove: statement('orders.remove', (db, arg: Arg<{ id: number }>) => db
+    .deleteFrom('orders').where('id', '=', arg('id')))
+}
+
+/** Units of the pet not yet reserved by open orders; undefined when it has no inventory entry. */
+function * unreserved (petId: number): Work<{ stock: number, available: number } | undefined> {
+  const entry = yield * first(q.stock, { petId })
+  if (entry === undefined) return undefined
+  const reserved = Number((yield * first(q.reserved, { petId }))?.units ?? 0)
+  return { stock: entry.quantity, available: Math.max(0, entry.quantity - reserved) }
+}
+
+/**
+ * Every write to an order first locks its pet's inventory entry, then reads the order again: so
+ * writes of one pet's stock and orders take their turns (on PostgreSQL; SQLite has one writer),
+ * always in the same order, and what each reads stays true until it commits.
+ */
+function * lockedOrder (id: number): Work<Order | undefined> {
+  const seen = yield * first(q.byId, { id })
+  if (seen === undefined) return undefined
+  yield * lockRow('inventory', seen.petId)
+  const row = yield * first(q.byId, { id })
+  return row && toOrder(row)
+}
+
+function * place (order: NewOrder): Work<PlaceOutcome> {
+  yield * lockRow('inventory', order.petId)
+  const units = yield * unreserved(order.petId)
+  if (units === undefined) return { kind: 'no_inventory' }
+  if (order.quantity > units.available) return { kind: 'insufficient_stock', available: units.available }
+  const [row] = yield * all(q.insert, order)
+  if (row === undefined) throw new Error('the order insert returned no row')
+  return { kind: 'placed', order: toOrder(row) }
+}
+
+function * setStatus (id: number, status: Exclude<OrderStatus, 'placed'>): Work<StatusOutcome> {
+  const order = yield * lockedOrder(id)
+  if (order === undefined) return { kind: 'not_found' }
+  if (order.status === status) return { kind: 'updated', order }
+  if (order.status === 'delivered') return { kind: 'invalid_transition', from: order.status }
+  if (status === 'delivered') {
+    const stock = (yield * first(q.stock, { petId: order.petId }))?.quantity ?? 0
+    if (stock < order.quantity) return { kind: 'insufficient_stock', stock, order }
+    yield * run(q.takeFromStock, { petId: order.petId, quantity: order.quantity })
+  }
+  const [row] = yield * all(q.setStatus, { id, status, complete: status === 'delivered' })
+  if (row === undefined) throw new Error('the order update returned no row')
+  return { kind: 'updated', order: toOrder(row) }
+}
+
+function * cancel (id: number): Work<CancelOutcome> {
+  const order = yield * lockedOrder(id)
+  if (order === undefined) return { kind: 'not_found' }
+  if (order.status === 'delivered') return { kind: 'invalid_transition', from: order.status }
+  yield * run(q.remove, { id })
+  return { kind: 'cancelled' }
+}
+
+/** Placing is answered again to a retry; a failure of the service is not an outcome, so it is not kept. */
+const keptOutcome = () => true
+
+export function ordersRepository (data: DataAccess, idempotency: IdempotencyRepository, now: () => number): OrdersRepository {
+  return {
+    place: (order, request) => data.write(() => request === undefined
+      ? doneOnce(place(order))
+      : idempotency.guard(request, now(), () => place(order), keptOutcome)),
+
+    get: (id) => data.read(function * () {
+      const row = yield * first(q.byId, { id })
+      return row && toOrder(row)
+    }),
+
+    setStatus: (id, status) => data.write(() => setStatus(id, status)),
+
+    cancel: (id) => data.write(() => cancel(id)),
+
+    page: ({ statuses, petId, afterId, limit }) => data.read(function * () {
+      // The filters a request gives shape the query: compiled per shape, prepared once per shape.
+      const rows = yield * all(dynamic('orders.page', (db) => {
+        let query = db.selectFrom('orders').select(orderSelection).orderBy('id').limit(limit + 1)
+        if (afterId !== undefined) query = query.where('id', '>', afterId)
+        if (petId !== undefined) query = query.where('pet_id', '=', petId)
+        if (statuses !== undefined) query = query.where('status', 'in', statuses)
+        return query
+      }), {})
+      return { orders: rows.slice(0, limit).map(toOrder), more: rows.length > limit }
+    })
+  }
+}
+
+/** The outcome of work that no Idempotency-Key guards. */
+function * doneOnce<T> (work: Work<T>): Work<Idempotent<T>> {
+  return { kind: 'done', outcome: yield * work, replayed: false }
+}

@@ -1,0 +1,139 @@
+import type { Test } from 'tap'
+import { idempotencyRepository, IDEMPOTENCY_TTL_MS } from '../../src/repositories/idempotency.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { ordersRepository } from '../../src/repositories/orders.js'
+import { petsRepository } from '../../src/repositories/pets.js'
+import type { Store } from '../../src/store/types.js'
+import type { StoreFactory } from '../store/store-suite.js'
+
+const SHIP = '2026-12-01T10:00:00.000Z'
+
+/** A store with pets 1…3 in stock: 7, 2 and 0 units; the repositories over it, on a clock the test moves. */
+async function setUp (t: Test, factory: StoreFactory) {
+  const store: Store = await factory(t)
+  await store.importCatalogue({
+    pets: [1, 2, 3].map((id) => ({ id, name: `Pet ${id}`, photoUrls: [] })),
+    inventory: [{ petId: 1, quantity: 7 }, { petId: 2, quantity: 2 }, { petId: 3, quantity: 0 }]
+  })
+  let clock = Date.parse('2026-11-25T12:00:00Z')
+  const now = () => clock
+  const idempotency = idempotencyRepository(store)
+  return {
+    store,
+    now,
+    advance: (ms: number) => { clock += ms },
+    idempotency,
+    orders: ordersRepository(store, idempotency, now),
+    inventory: inventoryRepository(store),
+    pets: petsRepository(store),
+    statusOf: async (petId: number) => (await store.listInventory()).find((item) => item.petId === petId)?.status
+  }
+}
+
+/** Every repository method, written once and run on each engine (sqlite.test.ts, postgres.test.ts here). */
+export function repositorySuite (t: Test, factory: StoreFactory): void {
+  t.test('place: reserves stock, never beyond it; the status follows at once', async (t) => {
+    const r = await setUp(t, factory)
+    const first = await r.orders.place({ petId: 1, quantity: 5, shipDate: SHIP })
+    t.equal(first.kind, 'done')
+    if (first.kind !== 'done' || first.outcome.kind !== 'placed') throw new Error('not placed')
+    t.match(first.outcome.order, { petId: 1, quantity: 5, shipDate: SHIP, status: 'placed', complete: false })
+    t.ok(first.outcome.order.id >= 1)
+    t.same(await r.orders.get(first.outcome.order.id), first.outcome.order)
+    t.equal(await r.statusOf(1), 'available', '5 of 7 reserved')
+    t.same(await r.orders.place({ petId: 1, quantity: 3, shipDate: SHIP }), { kind: 'done', outcome: { kind: 'insufficient_stock', available: 2 }, replayed: false })
+    const second = await r.orders.place({ petId: 1, quantity: 2, shipDate: SHIP })
+    t.match(second, { kind: 'done', outcome: { kind: 'placed' } })
+    t.equal(await r.statusOf(1), 'pending', 'every unit reserved')
+    t.same(await r.orders.place({ petId: 3, quantity: 1, shipDate: SHIP }), { kind: 'done', outcome: { kind: 'insufficient_stock', available: 0 }, replayed: false })
+    t.same(await r.orders.place({ petId: 99, quantity: 1, shipDate: SHIP }), { kind: 'done', outcome: { kind: 'no_inventory' }, replayed: false })
+  })
+
+  t.test('place: concurrent orders never reserve more than the stock', async (t) => {
+    const r = await setUp(t, factory)
+    const outcomes = await Promise.all(Array.from({ length: 12 }, () => r.orders.place({ petId: 1, quantity: 1, shipDate: SHIP })))
+    const kinds = outcomes.map((o) => o.kind === 'done' ? o.outcome.kind : o.kind)
+    t.equal(kinds.filter((k) => k === 'placed').length, 7)
+    t.equal(kinds.filter((k) => k === 'insufficient_stock').length, 5)
+  })
+
+  t.test('place with an Idempotency-Key: replayed, refused for another request, scoped to the API key', async (t) => {
+    const r = await setUp(t, factory)
+    const key = { apiKeyId: 'k1', key: 'retry-1', fingerprint: 'f1' }
+    const first = await r.orders.place({ petId: 1, quantity: 1, shipDate: SHIP }, key)
+    const again = await r.orders.place({ petId: 1, quantity: 1, shipDate: SHIP }, key)
+    t.match(first, { kind: 'done', replayed: false, outcome: { kind: 'placed' } })
+    t.same(again, { ...first, replayed: true })
+    t.same(await r.orders.place({ petId: 1, quantity: 2, shipDate: SHIP }, { ...key, fingerprint: 'f2' }), { kind: 'reused' })
+    t.match(await r.orders.place({ petId: 1, quantity: 1, shipDate: SHIP }, { ...key, apiKeyId: 'k2' }), { kind: 'done', replayed: false })
+    t.equal((await r.orders.page({ limit: 100 })).orders.length, 2, 'the replay placed nothing')
+    // After 24 hours the key is free again, and the sweep removes the record.
+    r.advance(IDEMPOTENCY_TTL_MS + 1)
+    t.equal(await r.idempotency.sweep(r.now()), 2)
+    t.equal(await r.idempotency.sweep(r.now()), 0)
+    t.match(await r.orders.place({ petId: 1, quantity: 2, shipDate: SHIP }, { ...key, fingerprint: 'f2' }), { kind: 'done', replayed: false })
+  })
+
+  t.test('setStatus: transitions, delivery takes the units out of stock', async (t) => {
+    const r = await setUp(t, factory)
+    const placed = await r.orders.place({ petId: 1, quantity: 3, shipDate: SHIP })
+    if (placed.kind !== 'done' || placed.outcome.kind !== 'placed') throw new Error('not placed')
+    const id = placed.outcome.order.id
+    t.match(await r.orders.setStatus(id, 'approved'), { kind: 'updated', order: { status: 'approved', complete: false } })
+    t.match(await r.orders.setStatus(id, 'approved'), { kind: 'updated', order: { status: 'approved' } }, 'its own status changes nothing')
+    t.match(await r.orders.setStatus(id, 'delivered'), { kind: 'updated', order: { status: 'delivered', complete: true } })
+    t.equal((await r.store.listInventory()).find((i) => i.petId === 1)?.quantity, 4)
+    t.same(await r.orders.setStatus(id, 'approved'), { kind: 'invalid_transition', from: 'delivered' })
+    t.same(await r.orders.setStatus(999, 'approved'), { kind: 'not_found' })
+    // Stock lowered below an open order: delivering it is refused and changes nothing.
+    const other = await r.orders.place({ petId: 2, quantity: 2, shipDate: SHIP })
+    if (other.kind !== 'done' || other.outcome.kind !== 'placed') throw new Error('not placed')
+    await r.inventory.update(2, 1)
+    t.match(await r.orders.setStatus(other.outcome.order.id, 'delivered'), { kind: 'insufficient_stock', stock: 1 })
+    t.match(await r.orders.get(other.outcome.order.id), { status: 'placed' })
+  })
+
+  t.test('cancel: an open order is deleted, a delivered one stays', async (t) => {
+    const r = await setUp(t, factory)
+    const a = await r.orders.place({ petId: 2, quantity: 2, shipDate: SHIP })
+    if (a.kind !== 'done' || a.outcome.kind !== 'placed') throw new Error('not placed')
+    t.equal(await r.statusOf(2), 'pending')
+    t.same(await r.orders.cancel(a.outcome.order.id), { kind: 'cancelled' })
+    t.equal(await r.statusOf(2), 'available')
+    t.same(await r.orders.cancel(a.outcome.order.id), { kind: 'not_found' })
+    t.equal(await r.orders.get(a.outcome.order.id), undefined)
+    const b = await r.orders.place({ petId: 2, quantity: 1, shipDate: SHIP })
+    if (b.kind !== 'done' || b.outcome.kind !== 'placed') throw new Error('not placed')
+    t.ok(b.outcome.order.id > a.outcome.order.id, 'a cancelled order id is never given again')
+    await r.orders.setStatus(b.outcome.order.id, 'delivered')
+    t.same(await r.orders.cancel(b.outcome.order.id), { kind: 'invalid_transition', from: 'delivered' })
+  })
+
+  t.test('page: in id order, filtered, with more while others follow', async (t) => {
+    const r = await setUp(t, factory)
+    for (const petId of [1, 2, 1, 1, 2]) await r.orders.place({ petId, quantity: 1, shipDate: SHIP })
+    const all = (await r.orders.page({ limit: 100 })).orders
+    t.equal(all.length, 5)
+    t.same(all.map((o) => o.id), [...all.map((o) => o.id)].sort((a, b) => a - b))
+    const page1 = await r.orders.page({ limit: 2 })
+    t.equal(page1.more, true)
+    const page2 = await r.orders.page({ limit: 2, afterId: page1.orders[1]!.id })
+    const page3 = await r.orders.page({ limit: 2, afterId: page2.orders[1]!.id })
+    t.equal(page3.more, false)
+    t.same([...page1.orders, ...page2.orders, ...page3.orders], all)
+    t.same((await r.orders.page({ limit: 100, petId: 2 })).orders.map((o) => o.petId), [2, 2])
+    await r.orders.setStatus(all[0]!.id, 'approved')
+    t.same((await r.orders.page({ limit: 100, statuses: ['approved'] })).orders.map((o) => o.id), [all[0]!.id])
+    t.equal((await r.orders.page({ limit: 100, statuses: ['placed', 'approved'], petId: 1 })).orders.length, 3)
+  })
+
+  t.test('pets and inventory repositories', async (t) => {
+    const r = await setUp(t, factory)
+    t.match(await r.pets.get(1), { id: 1, status: 'available' })
+    t.equal(await r.pets.get(42), undefined)
+    t.match(await r.inventory.update(3, 4), { petId: 3, quantity: 4, status: 'available' })
+    t.equal(await r.inventory.update(42, 4), undefined)
+    const list = await r.inventory.listJson()
+    t.match(typeof list === 'string' ? list : list.bytes.toString(), /"petId":3,"quantity":4/)
+  })
+}
