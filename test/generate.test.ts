@@ -1,10 +1,11 @@
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { projectRoot } from '../src/paths.js'
 import { type Teardown, tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
+import { isStub, operations } from './helpers/surface.js'
 
 const generate = (...args: string[]) => run(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'generate.ts'), ...args], {})
 
@@ -35,14 +36,46 @@ function editSpec (root: string, edit: (spec: Spec) => void): void {
   writeFileSync(join(root, 'openapi.yaml'), toYaml(spec))
 }
 
-const getOrderById = {
-  operationId: 'getOrderById',
-  summary: 'Find an order by id',
-  parameters: [{ name: 'orderId', in: 'path', required: true, schema: { type: 'integer', format: 'int64', minimum: 1 } }],
+// Fixtures: operations under /zz-fixture, which no real operation will take, so that these tests
+// hold whatever operations openapi.yaml has.
+const FIXTURE_ITEM = '/zz-fixture/widgets/{widgetId}'
+const FIXTURE_LIST = '/zz-fixture/widgets'
+const widget = { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'integer' } } }
+const fixtureGetWidget = {
+  operationId: 'fixtureGetWidget',
+  summary: 'Find a widget by id',
+  parameters: [{ name: 'widgetId', in: 'path', required: true, schema: { type: 'integer', format: 'int64', minimum: 1 } }],
   responses: {
-    200: { description: 'The order', content: { 'application/json': { schema: { $ref: '#/components/schemas/Order' } } } },
+    200: { description: 'The widget', content: { 'application/json': { schema: widget } } },
     404: { $ref: '#/components/responses/NotFound' }
   }
+}
+const fixtureListWidgets = {
+  operationId: 'fixtureListWidgets',
+  summary: 'List widgets',
+  responses: { 200: { description: 'Every widget', content: { 'application/json': { schema: { type: 'array', items: widget } } } } }
+}
+// A written handler; the store method of the same name must survive a rename of the operation.
+const fixtureListWidgetsHandler = `import type { OperationHandler } from '../src/http/operation-types.js'
+
+/** GET /v1/zz-fixture/widgets: 'fixtureListWidgets', written by hand. */
+export const fixtureListWidgets: OperationHandler<'fixtureListWidgets'> = async (request) => request.server.store.fixtureListWidgets()
+`
+
+/** The number of operations of a copy's openapi.yaml. */
+function operationCount (root: string): number {
+  const spec = parseYaml(readFileSync(join(root, 'openapi.yaml'), 'utf8')) as Spec
+  return Object.values(spec.paths).flatMap((item) => Object.values(item)).filter((op) => typeof op.operationId === 'string').length
+}
+
+/** A copy with the fixture list operation and its written handler, generated. */
+async function copyWithWrittenFixture (t: Test): Promise<string> {
+  const root = copyProject(t)
+  editSpec(root, (spec) => { spec.paths[FIXTURE_LIST] = { get: fixtureListWidgets } })
+  writeFileSync(join(root, 'handlers', 'fixtureListWidgets.ts'), fixtureListWidgetsHandler)
+  const gen = await generate('--root', root)
+  t.equal(gen.code, 0, `the fixture operation is generated ${gen.stderr}`)
+  return root
 }
 
 const expectedStub = (id: string) => `import { notImplemented } from '../src/http/not-implemented.js'
@@ -55,11 +88,13 @@ const expectedStub = (id: string) => `import { notImplemented } from '../src/htt
 export const ${id} = notImplemented('${id}')
 `
 
-t.test('npm run generate -- --check passes on the repository, with no operation left a stub', async (t) => {
+t.test('npm run generate -- --check passes on the repository, and lists exactly the operations whose handler is a stub', async (t) => {
   const res = await run('npm', ['run', '-s', 'generate', '--', '--check'], {})
   t.equal(res.code, 0, `up to date: ${res.stdout}${res.stderr}`)
   t.match(res.stdout, /up to date/)
-  t.notMatch(res.stdout, /not implemented yet/, 'every operation of openapi.yaml is implemented')
+  const stubs = operations.filter((op) => isStub(op.operationId)).map((op) => op.operationId).sort()
+  if (stubs.length === 0) t.notMatch(res.stdout, /not implemented yet/, 'every operation of openapi.yaml is implemented: no stub listed')
+  else t.match(res.stdout, `not implemented yet (the handler is the generated stub, answering 501): ${stubs.join(', ')}\n`, 'the stubs of handlers/ are listed')
 })
 
 t.test('on a copy: a new operation fails --check, then gets a 501 stub, listed, without touching written handlers', async (t) => {
@@ -67,63 +102,63 @@ t.test('on a copy: a new operation fails --check, then gets a 501 stub, listed, 
   // A written handler, marked so that any rewrite would show.
   const written = join(root, 'handlers', 'listInventory.ts')
   writeFileSync(written, readFileSync(written, 'utf8') + '// written by hand: must survive generate\n')
-  editSpec(root, (spec) => { spec.paths['/store/orders/{orderId}'] = { get: getOrderById } })
+  editSpec(root, (spec) => { spec.paths[FIXTURE_ITEM] = { get: fixtureGetWidget } })
   const before = snapshot(root)
 
   const check = await generate('--check', '--root', root)
   t.equal(check.code, 1, '--check fails')
-  t.match(check.stderr, 'handlers/getOrderById.ts is missing', 'names the missing handler')
+  t.match(check.stderr, 'handlers/fixtureGetWidget.ts is missing', 'names the missing handler')
   t.match(check.stderr, 'src/generated/openapi.ts is stale', 'names the stale types')
   t.match(check.stderr, 'handlers/index.ts is stale', 'names the stale handler map')
   t.same(snapshot(root), before, '--check writes nothing')
 
   const gen = await generate('--root', root)
   t.equal(gen.code, 0, `generate succeeds ${gen.stderr}`)
-  t.match(gen.stdout, 'created handlers/getOrderById.ts (a stub answering 501 not_implemented)')
-  t.match(gen.stdout, /^not implemented yet \(the handler is the generated stub, answering 501\): getOrderById$/m, 'the stub is listed')
+  t.match(gen.stdout, 'created handlers/fixtureGetWidget.ts (a stub answering 501 not_implemented)')
+  t.match(gen.stdout, /^not implemented yet \(the handler is the generated stub, answering 501\): fixtureGetWidget$/m, 'the stub is listed')
   const after = snapshot(root)
-  t.equal(after['handlers/getOrderById.ts'], expectedStub('getOrderById'), 'the stub is notImplemented(\'getOrderById\') with its doc comment')
+  t.equal(after['handlers/fixtureGetWidget.ts'], expectedStub('fixtureGetWidget'), 'the stub is notImplemented(\'fixtureGetWidget\') with its doc comment')
   for (const [file, content] of Object.entries(before)) {
     if (file.startsWith('handlers/') && file !== 'handlers/index.ts') t.equal(after[file], content, `${file} is not rewritten`)
   }
   t.match(after['handlers/listInventory.ts'], /written by hand: must survive generate/)
-  t.match(after['handlers/index.ts'], /import \{ getOrderById \} from '\.\/getOrderById\.js'/, 'the handler map wires the new operation')
-  t.match(after['handlers/index.ts'], /^ {2}getOrderById, \/\/ GET \/store\/orders\/\{orderId\}$/m, 'with its method and path')
-  t.match(after['src/generated/openapi.ts'], /getOrderById: \{/, 'the types know the new operation')
+  t.match(after['handlers/index.ts'], /import \{ fixtureGetWidget \} from '\.\/fixtureGetWidget\.js'/, 'the handler map wires the new operation')
+  t.match(after['handlers/index.ts'], /^ {2}fixtureGetWidget, \/\/ GET \/zz-fixture\/widgets\/\{widgetId\}$/m, 'with its method and path')
+  t.match(after['src/generated/openapi.ts'], /fixtureGetWidget: \{/, 'the types know the new operation')
 
   const again = await generate('--check', '--root', root)
   t.equal(again.code, 0, `--check passes after generate ${again.stderr}`)
-  t.match(again.stdout, /not implemented yet .*: getOrderById$/m, '--check lists the stub as well, without failing')
+  t.match(again.stdout, /not implemented yet .*: fixtureGetWidget$/m, '--check lists the stub as well, without failing')
   const rerun = await generate('--root', root)
-  t.match(rerun.stdout, /^everything up to date \(5 operations\)$/m, 'a second run changes nothing')
-  t.match(rerun.stdout, /not implemented yet .*: getOrderById$/m, 'and still lists the stub')
+  t.match(rerun.stdout, new RegExp(`^everything up to date \\(${operationCount(root)} operations\\)$`, 'm'), 'a second run changes nothing')
+  t.match(rerun.stdout, /not implemented yet .*: fixtureGetWidget$/m, 'and still lists the stub')
 })
 
 t.test('on a copy: a renamed operation takes its handler along (file, export, type argument), the code kept', async (t) => {
-  const root = copyProject(t)
-  const original = readFileSync(join(root, 'handlers', 'listOrders.ts'), 'utf8')
-  editSpec(root, (spec) => { spec.paths['/store/orders']!.get!.operationId = 'listStoreOrders' })
+  const root = await copyWithWrittenFixture(t)
+  const original = readFileSync(join(root, 'handlers', 'fixtureListWidgets.ts'), 'utf8')
+  editSpec(root, (spec) => { spec.paths[FIXTURE_LIST]!.get!.operationId = 'fixtureListGadgets' })
   const before = snapshot(root)
 
   const check = await generate('--check', '--root', root)
   t.equal(check.code, 1, '--check fails')
-  t.match(check.stderr, 'handlers/listOrders.ts is the handler of GET /store/orders, now operation listStoreOrders: npm run generate renames it to handlers/listStoreOrders.ts')
-  t.notMatch(check.stderr, 'handlers/listStoreOrders.ts is missing', 'the new name is not treated as a new operation')
+  t.match(check.stderr, `handlers/fixtureListWidgets.ts is the handler of GET ${FIXTURE_LIST}, now operation fixtureListGadgets: npm run generate renames it to handlers/fixtureListGadgets.ts`)
+  t.notMatch(check.stderr, 'handlers/fixtureListGadgets.ts is missing', 'the new name is not treated as a new operation')
   t.same(snapshot(root), before, '--check writes nothing')
 
   const gen = await generate('--root', root)
   t.equal(gen.code, 0, `generate succeeds ${gen.stderr}`)
-  t.match(gen.stdout, 'renamed handlers/listOrders.ts → handlers/listStoreOrders.ts')
-  t.notMatch(gen.stdout, /not implemented yet/, 'no stub was made for the new name')
-  t.notOk(existsSync(join(root, 'handlers', 'listOrders.ts')), 'the old file is gone')
-  const renamed = readFileSync(join(root, 'handlers', 'listStoreOrders.ts'), 'utf8')
+  t.match(gen.stdout, 'renamed handlers/fixtureListWidgets.ts → handlers/fixtureListGadgets.ts')
+  t.notMatch(gen.stdout, /not implemented yet: .*fixtureListGadgets/, 'no stub was made for the new name')
+  t.notOk(existsSync(join(root, 'handlers', 'fixtureListWidgets.ts')), 'the old file is gone')
+  const renamed = readFileSync(join(root, 'handlers', 'fixtureListGadgets.ts'), 'utf8')
   t.equal(renamed, original
-    .replace('export const listOrders:', 'export const listStoreOrders:')
-    .replaceAll("'listOrders'", "'listStoreOrders'"), 'the same code under the new name (export and quoted operationIds)')
-  t.match(renamed, /request\.server\.store\.listOrders\w*\(\)/, 'a store method whose name starts the same is not renamed')
+    .replace('export const fixtureListWidgets:', 'export const fixtureListGadgets:')
+    .replaceAll("'fixtureListWidgets'", "'fixtureListGadgets'"), 'the same code under the new name (export and quoted operationIds)')
+  t.match(renamed, /request\.server\.store\.fixtureListWidgets\(\)/, 'a store method of the same name is not renamed')
   const index = readFileSync(join(root, 'handlers', 'index.ts'), 'utf8')
-  t.match(index, /^ {2}listStoreOrders, \/\/ GET \/store\/orders$/m, 'the handler map wires the new name')
-  t.notMatch(index, /\blistOrders\b/, 'and not the old one')
+  t.match(index, /^ {2}fixtureListGadgets, \/\/ GET \/zz-fixture\/widgets$/m, 'the handler map wires the new name')
+  t.notMatch(index, /\bfixtureListWidgets\b/, 'and not the old one')
 
   const again = await generate('--check', '--root', root)
   t.equal(again.code, 0, `--check passes after generate ${again.stderr}`)
@@ -131,38 +166,38 @@ t.test('on a copy: a renamed operation takes its handler along (file, export, ty
 
 t.test('on a copy: an operation removed while its handler is the unedited stub loses the stub', async (t) => {
   const root = copyProject(t)
-  editSpec(root, (spec) => { spec.paths['/store/orders/{orderId}'] = { get: getOrderById } })
+  editSpec(root, (spec) => { spec.paths[FIXTURE_ITEM] = { get: fixtureGetWidget } })
   t.equal((await generate('--root', root)).code, 0, 'the stub is created')
-  t.ok(existsSync(join(root, 'handlers', 'getOrderById.ts')))
+  t.ok(existsSync(join(root, 'handlers', 'fixtureGetWidget.ts')))
 
-  editSpec(root, (spec) => { delete spec.paths['/store/orders/{orderId}'] })
+  editSpec(root, (spec) => { delete spec.paths[FIXTURE_ITEM] })
   const check = await generate('--check', '--root', root)
   t.equal(check.code, 1, '--check fails')
-  t.match(check.stderr, 'handlers/getOrderById.ts is the unedited stub of an operation no longer in openapi.yaml: npm run generate deletes it')
+  t.match(check.stderr, 'handlers/fixtureGetWidget.ts is the unedited stub of an operation no longer in openapi.yaml: npm run generate deletes it')
 
   const gen = await generate('--root', root)
   t.equal(gen.code, 0, `generate succeeds ${gen.stderr}`)
-  t.match(gen.stdout, 'deleted handlers/getOrderById.ts')
-  t.notOk(existsSync(join(root, 'handlers', 'getOrderById.ts')), 'the stub is deleted')
-  t.notMatch(readFileSync(join(root, 'handlers', 'index.ts'), 'utf8'), /getOrderById/, 'and unwired')
+  t.match(gen.stdout, 'deleted handlers/fixtureGetWidget.ts')
+  t.notOk(existsSync(join(root, 'handlers', 'fixtureGetWidget.ts')), 'the stub is deleted')
+  t.notMatch(readFileSync(join(root, 'handlers', 'index.ts'), 'utf8'), /fixtureGetWidget/, 'and unwired')
   t.equal((await generate('--check', '--root', root)).code, 0, '--check passes')
 })
 
 t.test('on a copy: an operation removed while its handler was edited is reported with the command, and --check fails until it is run', async (t) => {
-  const root = copyProject(t)
-  const file = join(root, 'handlers', 'listOrders.ts')
-  editSpec(root, (spec) => { delete spec.paths['/store/orders'] })
+  const root = await copyWithWrittenFixture(t)
+  const file = join(root, 'handlers', 'fixtureListWidgets.ts')
+  editSpec(root, (spec) => { delete spec.paths[FIXTURE_LIST] })
 
   const check = await generate('--check', '--root', root)
   t.equal(check.code, 1, '--check fails')
   const command = `rm ${file}`
-  t.match(check.stderr, `handlers/listOrders.ts is not used by any operation in openapi.yaml and has been edited; move what you need out of it, then remove it: ${command}`)
+  t.match(check.stderr, `handlers/fixtureListWidgets.ts is not used by any operation in openapi.yaml and has been edited; move what you need out of it, then remove it: ${command}`)
 
   const gen = await generate('--root', root)
   t.equal(gen.code, 1, 'generate fails while the orphan is there')
   t.match(gen.stderr, `remove it: ${command}`, 'and names the command')
   t.ok(existsSync(file), 'the edited handler is not deleted')
-  t.notMatch(readFileSync(join(root, 'handlers', 'index.ts'), 'utf8'), /listOrders/, 'the rest is generated: the handler map no longer wires it')
+  t.notMatch(readFileSync(join(root, 'handlers', 'index.ts'), 'utf8'), /fixtureListWidgets/, 'the rest is generated: the handler map no longer wires it')
 
   const rerun = await generate('--root', root)
   t.equal(rerun.code, 1, 'a second generate still fails')
@@ -173,20 +208,20 @@ t.test('on a copy: an operation removed while its handler was edited is reported
   t.equal(removal.code, 0, `the command works as printed ${removal.stderr}`)
   const done = await generate('--root', root)
   t.equal(done.code, 0, 'generate passes once it is gone')
-  t.match(done.stdout, /^everything up to date \(3 operations\)$/m)
+  t.match(done.stdout, new RegExp(`^everything up to date \\(${operationCount(root)} operations\\)$`, 'm'))
   t.equal((await generate('--check', '--root', root)).code, 0, '--check passes')
 })
 
 t.test('on a copy tracked by git: the command is git rm, run from the repository', async (t) => {
-  const root = copyProject(t)
+  const root = await copyWithWrittenFixture(t)
   const git = (...args: string[]) => run('git', ['-C', root, '-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], {})
   t.equal((await git('init', '-q')).code, 0)
   t.equal((await git('add', '.')).code, 0)
   t.equal((await git('commit', '-q', '-m', 'copy')).code, 0)
-  editSpec(root, (spec) => { delete spec.paths['/store/orders'] })
+  editSpec(root, (spec) => { delete spec.paths[FIXTURE_LIST] })
 
   const check = await generate('--check', '--root', root)
-  const command = `git -C ${root} rm handlers/listOrders.ts`
+  const command = `git -C ${root} rm handlers/fixtureListWidgets.ts`
   t.match(check.stderr, `remove it: ${command}`, 'from elsewhere, git -C names the repository')
   const removal = await run('sh', ['-c', command], {})
   t.equal(removal.code, 0, `the command works as printed ${removal.stderr}`)
@@ -195,10 +230,10 @@ t.test('on a copy tracked by git: the command is git rm, run from the repository
 
 t.test('an operation without a usable operationId is a clear error', async (t) => {
   const root = copyProject(t)
-  editSpec(root, (spec) => { spec.paths['/store/orders']!.get!.operationId = 'list-orders' })
+  editSpec(root, (spec) => { spec.paths[FIXTURE_LIST] = { get: { ...fixtureListWidgets, operationId: 'list-widgets' } } })
   let res = await generate('--root', root)
   t.equal(res.code, 1)
-  t.match(res.stderr, /^generate: GET \/store\/orders: operationId "list-orders" must be a JavaScript identifier/m)
+  t.match(res.stderr, /^generate: GET \/zz-fixture\/widgets: operationId "list-widgets" must be a JavaScript identifier/m)
   t.notMatch(res.stderr, /\n\s+at /, 'no stack trace')
 
   writeFileSync(join(root, 'openapi.yaml'), 'paths: [unclosed\n')

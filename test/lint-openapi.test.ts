@@ -1,18 +1,28 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { openapiPath, projectRoot } from '../src/paths.js'
-import { type Teardown, tempDir } from './helpers/app.js'
+import { tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
+import { operations } from './helpers/surface.js'
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any -- free edits of a parsed document
 
 const lint = (file?: string) => run(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'lint-openapi.ts'), ...(file === undefined ? [] : [file])], {})
 
-/** A copy of openapi.yaml, edited, in a temporary directory. */
-function copyWith (t: Teardown, edit: (spec: Json) => void): string {
+// The operations the tests below break on purpose. The copies keep only these, so that the
+// problems reported are the same whatever operations openapi.yaml gains.
+const SUBJECTS = new Set(['listInventory', 'updateInventory', 'getPetById', 'listOrders'])
+
+/** A copy of openapi.yaml with only the operations of SUBJECTS, edited, in a temporary directory. */
+function copyWith (t: Test, edit: (spec: Json) => void): string {
   const spec = parseYaml(readFileSync(openapiPath, 'utf8')) as Json
+  for (const [path, item] of Object.entries(spec.paths as Record<string, Json>)) {
+    for (const [method, op] of Object.entries(item)) if (typeof op?.operationId === 'string' && !SUBJECTS.has(op.operationId)) delete item[method]
+    if (!Object.values(item).some((op) => typeof op?.operationId === 'string')) delete spec.paths[path]
+  }
+  t.equal(Object.values(spec.paths as Record<string, Json>).flatMap((item) => Object.values(item)).filter((op) => typeof op?.operationId === 'string').length, SUBJECTS.size, 'the copy has the operations the test edits')
   edit(spec)
   const file = join(tempDir(t), 'openapi.yaml')
   writeFileSync(file, toYaml(spec))
@@ -25,7 +35,7 @@ const problems = (stderr: string, file: string) => stderr.trim().split('\n').map
 t.test('the repository\'s openapi.yaml passes', async (t) => {
   const res = await lint()
   t.equal(res.code, 0, `lint passes: ${res.stderr}`)
-  t.match(res.stdout, /^openapi\.yaml is valid OpenAPI 3\.0\.3; 4 operations follow the project's rules; \d+ examples match their schemas$/m)
+  t.match(res.stdout, new RegExp(`^openapi\\.yaml is valid OpenAPI 3\\.0\\.3; ${operations.length} operations follow the project's rules; \\d+ examples match their schemas$`, 'm'))
 })
 
 t.test('an operation without the responses every operation can give fails, naming it and what is missing', async (t) => {

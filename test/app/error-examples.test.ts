@@ -1,9 +1,15 @@
+import { readdirSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Response as InjectResponse } from 'light-my-request'
 import t, { type Test } from 'tap'
 import { errorStatus } from '../../src/errors.js'
 import { notImplemented } from '../../src/http/not-implemented.js'
 import { loadDocument } from '../../src/openapi/document.js'
 import { buildTestApp } from '../helpers/app.js'
+import type { Provocation } from './error-examples/provocation.js'
+
+const provocationsDir = join(dirname(fileURLToPath(import.meta.url)), 'error-examples')
 
 type Json = Record<string, unknown>
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -67,12 +73,17 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   keep('no Authorization header', await api.request({ method: 'GET', url: '/v1/pets/1' }))
   keep('Basic instead of Bearer', await api.request({ method: 'GET', url: '/v1/pets/1', headers: { authorization: 'Basic dXNlcjpwYXNz' } }))
   keep('an unknown key', await api.request({ method: 'GET', url: '/v1/pets/1', headers: { authorization: `Bearer psk_${'A'.repeat(43)}` } }))
-  keep('a pet without an inventory entry', await api.request({ method: 'PATCH', url: '/v1/inventory/42', headers: json, payload: { quantity: 1 } }))
   keep('DELETE on a GET-only path', await api.request({ method: 'DELETE', url: '/v1/inventory', headers: auth }))
   keep('a body over BODY_LIMIT', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: json, payload: `{"quantity":1}${' '.repeat(100)}` }))
   keep('a text/plain body', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"quantity":1}' }))
   keep('a handler throwing an Error', await api.request({ method: 'GET', url: '/v1/inventory', headers: auth }))
   keep('a generated stub', await api.request({ method: 'GET', url: '/v1/store/orders', headers: auth }))
+  const modules = readdirSync(provocationsDir).filter((file) => file.endsWith('.ts') && file !== 'provocation.ts').sort()
+  t.ok(modules.length > 0, `provocations of the handlers' own errors: ${modules.join(', ')}`)
+  for (const file of modules) {
+    const { provoke } = await import(pathToFileURL(join(provocationsDir, file)).href) as { provoke: Provocation }
+    for (const [how, res] of await provoke(api)) keep(`${how} (${file})`, res)
+  }
 
   // A Free key: 60 requests a minute, then rate_limited, and banned after 10 more past the limit.
   const free = await api.authHeader('free')
