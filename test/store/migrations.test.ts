@@ -16,6 +16,10 @@ function directoryWith (parent: string, name: string, files: Record<string, stri
   return dir
 }
 
+
+/** The versions of an engine's migrations in the repository, whatever their number today. */
+const shippedVersions = async (engine: 'sqlite' | 'postgres') => (await readMigrations(migrationsDirectory(engine))).map((m) => m.version)
+
 t.test('each engine has its numbered migrations in the source tree, starting at 001_initial.sql', async (t) => {
   for (const engine of ['sqlite', 'postgres'] as const) {
     const migrations = await readMigrations(migrationsDirectory(engine))
@@ -78,7 +82,7 @@ t.test('SQLite: a database migrated before (version 1 recorded) is not migrated 
   t.teardown(() => check.close())
   const recorded = check.prepare('SELECT * FROM schema_migrations ORDER BY version').all() as { version: number, applied_at: string }[]
   t.same(recorded[0], { version: 1, applied_at: '2026-01-01T00:00:00.000Z' }, 'version 1 neither re-applied nor re-recorded')
-  t.same(recorded.slice(1).map((r) => r.version), [2], 'only the later versions applied')
+  t.same(recorded.slice(1).map((r) => r.version), (await shippedVersions('sqlite')).slice(1), 'only the later versions applied')
 })
 
 t.test('SQLite: two stores migrating one new file at once apply each version once', async (t) => {
@@ -88,7 +92,7 @@ t.test('SQLite: two stores migrating one new file at once apply each version onc
   await Promise.all(stores.map((s) => s.migrate()))
   const check = new Database(file, { readonly: true })
   t.teardown(() => check.close())
-  t.same(check.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(), [1, 2])
+  t.same(check.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(), await shippedVersions('sqlite'))
 })
 
 t.test('PostgreSQL: a schema migrated before (version 1 recorded) is not migrated again', async (t) => {
@@ -103,5 +107,5 @@ t.test('PostgreSQL: a schema migrated before (version 1 recorded) is not migrate
   t.equal(await store.countPets(), 1, 'the store works on it')
   const recorded = await adminQuery<{ version: number, applied_at: string }>(`SELECT version, applied_at FROM ${schema}.schema_migrations ORDER BY version`)
   t.same(recorded[0], { version: 1, applied_at: '2026-01-01T00:00:00.000Z' }, 'version 1 neither re-applied nor re-recorded')
-  t.same(recorded.map((r) => r.version), [1, 2], 'only the later versions applied')
+  t.same(recorded.map((r) => r.version), await shippedVersions('postgres'), 'only the later versions applied')
 })

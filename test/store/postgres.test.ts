@@ -1,4 +1,5 @@
 import t from 'tap'
+import { migrationsDirectory, readMigrations } from '../../src/store/migrations.js'
 import { createPostgresStore } from '../../src/store/postgres/index.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { storeSuite } from './store-suite.js'
@@ -18,7 +19,8 @@ t.test('PostgreSQL: concurrent first migrations of one schema apply each version
   t.teardown(() => Promise.all(stores.map((s) => s.close())))
   await Promise.all(stores.map((s) => s.migrate()))
   const versions = await adminQuery<{ version: number }>(`SELECT version FROM ${schema}.schema_migrations ORDER BY version`)
-  t.same(versions.map((v) => v.version), [1, 2], 'one row per version')
+  const shipped = (await readMigrations(migrationsDirectory('postgres'))).map((m) => m.version)
+  t.same(versions.map((v) => v.version), shipped, 'one row per version')
   await stores[0]!.importCatalogue({ pets: [{ id: 1, name: 'a', photoUrls: [] }] })
   t.equal(await stores[3]!.countPets(), 1, 'all four see the same tables')
 })

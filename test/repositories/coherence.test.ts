@@ -1,0 +1,136 @@
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { idempotencyRepository } from '../../src/repositories/idempotency.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { ordersRepository, type OrderStatus } from '../../src/repositories/orders.js'
+import { petsRepository } from '../../src/repositories/pets.js'
+import { hashApiKey, issueApiKey } from '../../src/store/api-keys.js'
+import type { ListJson, Store } from '../../src/store/types.js'
+import { createPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js'
+import { createSqliteStore } from '../../src/store/sqlite/index.js'
+import { tempDir } from '../helpers/app.js'
+import { createTestSchema } from '../helpers/postgres.js'
+import { seededRandom } from '../helpers/random.js'
+
+/**
+ * Caches are infrastructure: whichever repository method writes, through whichever of two
+ * processes sharing the database, every cache of both must then answer what a fresh read gives.
+ * Random operations through every repository method (and the keys and import paths of the
+ * store); after each, both instances' cached reads are compared with a store opened afresh.
+ */
+
+const PETS = [1, 2, 3, 4, 5]
+const STEPS = 120
+
+const text = (list: ListJson) => typeof list === 'string' ? list : list.bytes.toString()
+
+interface Instance {
+  store: Store
+  orders: ReturnType<typeof ordersRepository>
+  inventory: ReturnType<typeof inventoryRepository>
+  pets: ReturnType<typeof petsRepository>
+}
+
+const instance = (store: Store): Instance => {
+  const idempotency = idempotencyRepository(store)
+  return { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store), pets: petsRepository(store) }
+}
+
+/** What every cache of `store` must agree with: read by a store that has cached nothing yet. */
+async function snapshot (store: Store, keyHashes: readonly string[]) {
+  const inventory = text(await store.listInventoryJson())
+  const orders = text(await store.listOrdersJson())
+  const pets = await Promise.all(PETS.map((id) => store.getPet(id)))
+  const keys = await Promise.all(keyHashes.map(async (hash) => (await store.findActiveApiKey(hash))?.id ?? null))
+  return { inventory, orders, pets, keys }
+}
+
+async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) => Promise<void>) {
+  const first = open()
+  t.teardown(() => first.close())
+  await first.migrate()
+  await first.importCatalogue({
+    pets: PETS.map((id) => ({ id, name: `Pet ${id}`, photoUrls: [] })),
+    inventory: PETS.map((petId) => ({ petId, quantity: 3 }))
+  })
+  const second = open()
+  t.teardown(() => second.close())
+  const instances = [instance(first), instance(second)]
+  const random = seededRandom(20261125)
+  const keys: { id: string, hash: string }[] = []
+  const orderIds: number[] = []
+  const done: string[] = []
+
+  const operations: ((i: Instance) => Promise<string>)[] = [
+    async (i) => {
+      const petId = PETS[random(PETS.length)]!
+      const result = await i.orders.place({ petId, quantity: 1 + random(2), shipDate: '2026-12-01T10:00:00.000Z' })
+      if (result.kind === 'done' && result.outcome.kind === 'placed') orderIds.push(result.outcome.order.id)
+      return `place ${petId}`
+    },
+    async (i) => {
+      const id = orderIds[random(orderIds.length + 1)] ?? 999
+      const status: Exclude<OrderStatus, 'placed'> = random(2) === 0 ? 'approved' : 'delivered'
+      return `setStatus ${id} ${status}: ${(await i.orders.setStatus(id, status)).kind}`
+    },
+    async (i) => {
+      const id = orderIds[random(orderIds.length + 1)] ?? 999
+      return `cancel ${id}: ${(await i.orders.cancel(id)).kind}`
+    },
+    async (i) => {
+      const petId = PETS[random(PETS.length)]!
+      await i.inventory.update(petId, random(5))
+      return `update ${petId}`
+    },
+    async (i) => {
+      const petId = PETS[random(PETS.length)]!
+      await i.store.importCatalogue({ pets: [{ id: petId, name: `Renamed ${random(100)}`, photoUrls: [] }], inventory: [{ petId, quantity: random(4) }] })
+      return `import ${petId}`
+    },
+    async (i) => {
+      const { record, secret } = await issueApiKey(i.store, { name: 'coherence', plan: 'free' })
+      keys.push({ id: record.id, hash: hashApiKey(secret) })
+      return 'createApiKey'
+    },
+    async (i) => {
+      const key = keys[random(keys.length)]
+      if (key !== undefined) await i.store.revokeApiKey(key.id)
+      return 'revokeApiKey'
+    },
+    // Reads between writes fill the caches that a later write must then invalidate.
+    async (i) => {
+      await snapshot(i.store, keys.map((k) => k.hash))
+      return 'read'
+    }
+  ]
+
+  for (let step = 0; step < STEPS; step++) {
+    const writer = instances[random(2)]!
+    done.push(await operations[random(operations.length)]!(writer))
+    await settle(instances.map((i) => i.store))
+    const fresh = open()
+    const expected = await snapshot(fresh, keys.map((k) => k.hash))
+    await fresh.close()
+    for (const [n, i] of instances.entries()) {
+      const seen = await snapshot(i.store, keys.map((k) => k.hash))
+      if (JSON.stringify(seen) !== JSON.stringify(expected)) {
+        t.same(seen, expected, `instance ${n + 1} after step ${step}: ${done.slice(-4).join(' → ')}`)
+        return
+      }
+    }
+  }
+  t.pass(`${STEPS} random steps: both instances' caches agreed with a fresh read after each`)
+  t.ok(orderIds.length > 5, 'orders were placed')
+}
+
+t.test('SQLite: two connections to one file', async (t) => {
+  const file = join(tempDir(t), 'coherence.db')
+  await coherence(t, () => createSqliteStore(file), async () => {})
+})
+
+t.test('PostgreSQL: two instances on one schema', async (t) => {
+  const { url } = await createTestSchema(t)
+  await coherence(t, () => createPostgresStore(url(), { poolMax: 2 }),
+    // Another instance learns of a change through its notification: wait until it has arrived.
+    async (stores) => { await Promise.all(stores.map((store) => (store as PostgresStore).syncChanges())) })
+})
