@@ -35,12 +35,12 @@ function editSpec (root: string, edit: (spec: Spec) => void): void {
   writeFileSync(join(root, 'openapi.yaml'), toYaml(spec))
 }
 
-const getOrderById = {
-  operationId: 'getOrderById',
-  summary: 'Find an order by id',
+const getOrderHistory = {
+  operationId: 'getOrderHistory',
+  summary: 'The changes of an order',
   parameters: [{ name: 'orderId', in: 'path', required: true, schema: { type: 'integer', format: 'int64', minimum: 1 } }],
   responses: {
-    200: { description: 'The order', content: { 'application/json': { schema: { $ref: '#/components/schemas/Order' } } } },
+    200: { description: 'The order as it was after each change', content: { 'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/Order' } } } } },
     404: { $ref: '#/components/responses/NotFound' }
   }
 }
@@ -67,36 +67,36 @@ t.test('on a copy: a new operation fails --check, then gets a 501 stub, listed, 
   // A written handler, marked so that any rewrite would show.
   const written = join(root, 'handlers', 'listInventory.ts')
   writeFileSync(written, readFileSync(written, 'utf8') + '// written by hand: must survive generate\n')
-  editSpec(root, (spec) => { spec.paths['/store/orders/{orderId}'] = { get: getOrderById } })
+  editSpec(root, (spec) => { spec.paths['/store/orders/{orderId}/history'] = { get: getOrderHistory } })
   const before = snapshot(root)
 
   const check = await generate('--check', '--root', root)
   t.equal(check.code, 1, '--check fails')
-  t.match(check.stderr, 'handlers/getOrderById.ts is missing', 'names the missing handler')
+  t.match(check.stderr, 'handlers/getOrderHistory.ts is missing', 'names the missing handler')
   t.match(check.stderr, 'src/generated/openapi.ts is stale', 'names the stale types')
   t.match(check.stderr, 'handlers/index.ts is stale', 'names the stale handler map')
   t.same(snapshot(root), before, '--check writes nothing')
 
   const gen = await generate('--root', root)
   t.equal(gen.code, 0, `generate succeeds ${gen.stderr}`)
-  t.match(gen.stdout, 'created handlers/getOrderById.ts (a stub answering 501 not_implemented)')
-  t.match(gen.stdout, /^not implemented yet \(the handler is the generated stub, answering 501\): getOrderById$/m, 'the stub is listed')
+  t.match(gen.stdout, 'created handlers/getOrderHistory.ts (a stub answering 501 not_implemented)')
+  t.match(gen.stdout, /^not implemented yet \(the handler is the generated stub, answering 501\): getOrderHistory$/m, 'the stub is listed')
   const after = snapshot(root)
-  t.equal(after['handlers/getOrderById.ts'], expectedStub('getOrderById'), 'the stub is notImplemented(\'getOrderById\') with its doc comment')
+  t.equal(after['handlers/getOrderHistory.ts'], expectedStub('getOrderHistory'), 'the stub is notImplemented(\'getOrderHistory\') with its doc comment')
   for (const [file, content] of Object.entries(before)) {
     if (file.startsWith('handlers/') && file !== 'handlers/index.ts') t.equal(after[file], content, `${file} is not rewritten`)
   }
   t.match(after['handlers/listInventory.ts'], /written by hand: must survive generate/)
-  t.match(after['handlers/index.ts'], /import \{ getOrderById \} from '\.\/getOrderById\.js'/, 'the handler map wires the new operation')
-  t.match(after['handlers/index.ts'], /^ {2}getOrderById, \/\/ GET \/store\/orders\/\{orderId\}$/m, 'with its method and path')
-  t.match(after['src/generated/openapi.ts'], /getOrderById: \{/, 'the types know the new operation')
+  t.match(after['handlers/index.ts'], /import \{ getOrderHistory \} from '\.\/getOrderHistory\.js'/, 'the handler map wires the new operation')
+  t.match(after['handlers/index.ts'], /^ {2}getOrderHistory, \/\/ GET \/store\/orders\/\{orderId\}\/history$/m, 'with its method and path')
+  t.match(after['src/generated/openapi.ts'], /getOrderHistory: \{/, 'the types know the new operation')
 
   const again = await generate('--check', '--root', root)
   t.equal(again.code, 0, `--check passes after generate ${again.stderr}`)
-  t.match(again.stdout, /not implemented yet .*: getOrderById$/m, '--check lists the stub as well, without failing')
+  t.match(again.stdout, /not implemented yet .*: getOrderHistory$/m, '--check lists the stub as well, without failing')
   const rerun = await generate('--root', root)
-  t.match(rerun.stdout, /^everything up to date \(5 operations\)$/m, 'a second run changes nothing')
-  t.match(rerun.stdout, /not implemented yet .*: getOrderById$/m, 'and still lists the stub')
+  t.match(rerun.stdout, /^everything up to date \(9 operations\)$/m, 'a second run changes nothing')
+  t.match(rerun.stdout, /not implemented yet .*: getOrderHistory$/m, 'and still lists the stub')
 })
 
 t.test('on a copy: a renamed operation takes its handler along (file, export, type argument), the code kept', async (t) => {
@@ -131,27 +131,27 @@ t.test('on a copy: a renamed operation takes its handler along (file, export, ty
 
 t.test('on a copy: an operation removed while its handler is the unedited stub loses the stub', async (t) => {
   const root = copyProject(t)
-  editSpec(root, (spec) => { spec.paths['/store/orders/{orderId}'] = { get: getOrderById } })
+  editSpec(root, (spec) => { spec.paths['/store/orders/{orderId}/history'] = { get: getOrderHistory } })
   t.equal((await generate('--root', root)).code, 0, 'the stub is created')
-  t.ok(existsSync(join(root, 'handlers', 'getOrderById.ts')))
+  t.ok(existsSync(join(root, 'handlers', 'getOrderHistory.ts')))
 
-  editSpec(root, (spec) => { delete spec.paths['/store/orders/{orderId}'] })
+  editSpec(root, (spec) => { delete spec.paths['/store/orders/{orderId}/history'] })
   const check = await generate('--check', '--root', root)
   t.equal(check.code, 1, '--check fails')
-  t.match(check.stderr, 'handlers/getOrderById.ts is the unedited stub of an operation no longer in openapi.yaml: npm run generate deletes it')
+  t.match(check.stderr, 'handlers/getOrderHistory.ts is the unedited stub of an operation no longer in openapi.yaml: npm run generate deletes it')
 
   const gen = await generate('--root', root)
   t.equal(gen.code, 0, `generate succeeds ${gen.stderr}`)
-  t.match(gen.stdout, 'deleted handlers/getOrderById.ts')
-  t.notOk(existsSync(join(root, 'handlers', 'getOrderById.ts')), 'the stub is deleted')
-  t.notMatch(readFileSync(join(root, 'handlers', 'index.ts'), 'utf8'), /getOrderById/, 'and unwired')
+  t.match(gen.stdout, 'deleted handlers/getOrderHistory.ts')
+  t.notOk(existsSync(join(root, 'handlers', 'getOrderHistory.ts')), 'the stub is deleted')
+  t.notMatch(readFileSync(join(root, 'handlers', 'index.ts'), 'utf8'), /getOrderHistory/, 'and unwired')
   t.equal((await generate('--check', '--root', root)).code, 0, '--check passes')
 })
 
 t.test('on a copy: an operation removed while its handler was edited is reported with the command, and --check fails until it is run', async (t) => {
   const root = copyProject(t)
   const file = join(root, 'handlers', 'listOrders.ts')
-  editSpec(root, (spec) => { delete spec.paths['/store/orders'] })
+  editSpec(root, (spec) => { delete spec.paths['/store/orders']!.get })
 
   const check = await generate('--check', '--root', root)
   t.equal(check.code, 1, '--check fails')
@@ -173,7 +173,7 @@ t.test('on a copy: an operation removed while its handler was edited is reported
   t.equal(removal.code, 0, `the command works as printed ${removal.stderr}`)
   const done = await generate('--root', root)
   t.equal(done.code, 0, 'generate passes once it is gone')
-  t.match(done.stdout, /^everything up to date \(3 operations\)$/m)
+  t.match(done.stdout, /^everything up to date \(7 operations\)$/m)
   t.equal((await generate('--check', '--root', root)).code, 0, '--check passes')
 })
 
@@ -183,7 +183,7 @@ t.test('on a copy tracked by git: the command is git rm, run from the repository
   t.equal((await git('init', '-q')).code, 0)
   t.equal((await git('add', '.')).code, 0)
   t.equal((await git('commit', '-q', '-m', 'copy')).code, 0)
-  editSpec(root, (spec) => { delete spec.paths['/store/orders'] })
+  editSpec(root, (spec) => { delete spec.paths['/store/orders']!.get })
 
   const check = await generate('--check', '--root', root)
   const command = `git -C ${root} rm handlers/listOrders.ts`

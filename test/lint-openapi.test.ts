@@ -25,7 +25,7 @@ const problems = (stderr: string, file: string) => stderr.trim().split('\n').map
 t.test('the repository\'s openapi.yaml passes', async (t) => {
   const res = await lint()
   t.equal(res.code, 0, `lint passes: ${res.stderr}`)
-  t.match(res.stdout, /^openapi\.yaml is valid OpenAPI 3\.0\.3; 4 operations follow the project's rules; \d+ examples match their schemas$/m)
+  t.match(res.stdout, /^openapi\.yaml is valid OpenAPI 3\.0\.3; 8 operations follow the project's rules; \d+ examples match their schemas$/m)
 })
 
 t.test('an operation without the responses every operation can give fails, naming it and what is missing', async (t) => {
@@ -50,7 +50,9 @@ t.test('an operation without the responses every operation can give fails, namin
     'listOrders (GET /store/orders): response 500 is not the Error body (content application/json, schema #/components/schemas/Error)',
     'updateInventory (PATCH /inventory/{petId}): no 400 response (invalid input: a malformed parameter or body, or an unknown query parameter); every /v1 operation can answer it',
     'updateInventory (PATCH /inventory/{petId}): response 404 does not declare the header X-RateLimit-Limit',
-    'updateInventory (PATCH /inventory/{petId}): response 429 does not declare the header Retry-After'
+    'updateInventory (PATCH /inventory/{petId}): response 429 does not declare the header Retry-After',
+    ...['cancelOrder (DELETE /store/orders/{orderId})', 'getOrderById (GET /store/orders/{orderId})', 'placeOrder (POST /store/orders)', 'updateOrder (PATCH /store/orders/{orderId})']
+      .map((op) => `${op}: response 429 does not declare the header Retry-After`)
   ].sort(), 'exactly these problems, each naming its operation')
 })
 
@@ -70,10 +72,14 @@ t.test('what the service does beyond each operation\'s own results must be decla
   })
   const res = await lint(file)
   t.equal(res.code, 1, 'lint fails')
-  const every405 = ['getPetById (GET /pets/{petId})', 'headInventory (HEAD /inventory)', 'listInventory (GET /inventory)', 'listOrders (GET /store/orders)']
+  const every405 = ['getPetById (GET /pets/{petId})', 'headInventory (HEAD /inventory)', 'listInventory (GET /inventory)', 'listOrders (GET /store/orders)',
+    'placeOrder (POST /store/orders)', 'getOrderById (GET /store/orders/{orderId})', 'updateOrder (PATCH /store/orders/{orderId})', 'cancelOrder (DELETE /store/orders/{orderId})']
     .map((op) => `${op}: response 405 does not declare the header Allow`)
+  const orderOps500 = ['placeOrder (POST /store/orders)', 'getOrderById (GET /store/orders/{orderId})', 'updateOrder (PATCH /store/orders/{orderId})', 'cancelOrder (DELETE /store/orders/{orderId})']
+    .map((op) => `${op}: response 500 does not declare the header X-Request-Id`)
   t.same(problems(res.stderr, file), [
     ...every405,
+    ...orderOps500,
     'getPetById (GET /pets/{petId}): response 404 does not declare the headers Deprecation, Sunset, Link (a deprecated operation sends Deprecation, Sunset and Link on every response: use #/components/responses/DeprecatedNotFound)',
     'getPetById (GET /pets/{petId}): response 500 does not declare the headers X-Request-Id, Deprecation, Sunset, Link (a deprecated operation sends Deprecation, Sunset and Link on every response)',
     'headInventory (HEAD /inventory): a head operation beside GET /inventory; Fastify already answers HEAD on every GET route, and a second HEAD route stops the service from starting: remove it and say so in the GET operation\'s description',

@@ -10,13 +10,32 @@ const surface = [
   ['listInventory', 'GET', '/inventory'],
   ['updateInventory', 'PATCH', '/inventory/{petId}'],
   ['getPetById', 'GET', '/pets/{petId}'],
-  ['listOrders', 'GET', '/store/orders']
+  ['listOrders', 'GET', '/store/orders'],
+  ['placeOrder', 'POST', '/store/orders'],
+  ['getOrderById', 'GET', '/store/orders/{orderId}'],
+  ['updateOrder', 'PATCH', '/store/orders/{orderId}'],
+  ['cancelOrder', 'DELETE', '/store/orders/{orderId}']
 ]
+// A request each operation answers with success on the demo catalogue, and that status.
+const calls: Record<string, { url: string, payload?: object, status: number }> = {
+  listInventory: { url: '/v1/inventory', status: 200 },
+  updateInventory: { url: '/v1/inventory/1', payload: { quantity: 4 }, status: 200 },
+  getPetById: { url: '/v1/pets/1', status: 200 },
+  listOrders: { url: '/v1/store/orders', status: 200 },
+  placeOrder: { url: '/v1/store/orders', payload: { petId: 8, quantity: 1 }, status: 201 },
+  getOrderById: { url: '/v1/store/orders/1', status: 200 },
+  updateOrder: { url: '/v1/store/orders/2', payload: { status: 'approved' }, status: 200 },
+  cancelOrder: { url: '/v1/store/orders/4', status: 204 }
+}
 const codes = {
   invalid_request: 400,
   unauthorized: 401,
   not_found: 404,
   method_not_allowed: 405,
+  insufficient_stock: 409,
+  invalid_transition: 409,
+  idempotency_key_in_use: 409,
+  idempotency_key_reused: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
@@ -31,10 +50,12 @@ t.test('the served document has exactly the operations of PRODUCT.md §1, and th
   const api = await buildTestApp(t)
   const doc = (await api.request({ method: 'GET', url: '/openapi.json' })).json() as Json & { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Json> } }
   const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => [op.operationId, method.toUpperCase(), path]))
-  t.same(operations.sort(), [...surface].sort(), 'these four operations and no other')
+  t.same(operations.sort(), [...surface].sort(), 'these eight operations and no other')
 
   const ops = Object.fromEntries(Object.values(doc.paths).flatMap((item) => Object.values(item)).map((op) => [op.operationId, op]))
   t.equal(ops.updateInventory!['x-stability'], 'experimental', 'updateInventory is experimental')
+  t.equal(ops.placeOrder!['x-stability'], 'beta', 'placeOrder is beta')
+  t.equal(ops.updateOrder!['x-stability'], 'beta', 'updateOrder is beta')
   t.equal(ops.getPetById!.deprecated, true, 'getPetById is deprecated')
   t.type(ops.getPetById!['x-sunset'], 'string', 'with a sunset date')
   for (const op of Object.values(ops)) {
@@ -48,8 +69,9 @@ t.test('the served document has exactly the operations of PRODUCT.md §1, and th
 
   const headers = await api.authHeader()
   for (const [id, method, path] of surface) {
-    const res = await api.request({ method: method!, url: `/v1${path!.replace('{petId}', '1')}`, headers, ...(method === 'PATCH' ? { payload: { quantity: 4 } } : {}) })
-    t.equal(res.statusCode, 200, `${id}: ${method} /v1${path} is routed`)
+    const call = calls[id!]!
+    const res = await api.request({ method: method!, url: call.url, headers, ...(call.payload === undefined ? {} : { payload: call.payload }) })
+    t.equal(res.statusCode, call.status, `${id}: ${method} /v1${path} is routed and answers ${call.status}`)
   }
 })
 
@@ -73,5 +95,8 @@ t.test('schemas carry the bounds and the status rule of PRODUCT.md §2–3', asy
   const rule = String(s.PetStatus!.description)
   for (const word of ['sold', 'pending', 'available', 'placed', 'approved', 'quantity']) t.match(rule, word, `the status rule mentions ${word}`)
   t.match(s.Pet, { required: ['id', 'name', 'photoUrls', 'status'] })
-  t.match(s.Order, { required: ['id', 'petId', 'quantity', 'shipDate', 'status', 'complete'], properties: { shipDate: { format: 'date-time' }, status: { enum: ['placed', 'approved', 'delivered'] }, complete: { type: 'boolean' } } })
+  t.match(s.Order, { required: ['id', 'petId', 'quantity', 'shipDate', 'status', 'complete'], properties: { shipDate: { format: 'date-time' }, status: { $ref: '#/components/schemas/OrderStatus' }, complete: { type: 'boolean' } } })
+  t.same(s.OrderStatus!.enum, ['placed', 'approved', 'delivered'])
+  t.match(s.OrderRequest, { additionalProperties: false, required: ['petId', 'quantity'], properties: { petId: { type: 'integer', format: 'int64', minimum: 1 }, quantity: { type: 'integer', minimum: 1, maximum: 1000 }, shipDate: { type: 'string', format: 'date-time' } } })
+  t.match(s.OrderStatusUpdate, { additionalProperties: false, required: ['status'], properties: { status: { enum: ['approved', 'delivered'] } } })
 })
