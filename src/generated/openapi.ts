@@ -80,15 +80,114 @@ export interface paths {
         };
         /**
          * List store orders
-         * @description Returns every order placed with the store, ordered by `id`. `HEAD /v1/store/orders` answers as this does, with the same status and headers and no body.
+         * @description Returns the orders placed with the store, ordered by `id`, one page at a time: at most
+         *     `limit` orders (default 100), optionally only those with one of the given `status`es or
+         *     of one pet. The body is a JSON array; an empty array when no order matches.
+         *
+         *     **Paging.** While more matching orders follow, the response carries
+         *     `Link: </v1/store/orders?…&cursor=…>; rel="next"` (RFC 8288): the next page, with the
+         *     request's `status`, `petId` and `limit` and a `cursor`. The last page has no `Link`.
+         *     Paging is stable: each page continues after the highest `id` of the one before (ids are
+         *     never reused), so an order that exists from the first page to the last is listed exactly
+         *     once, never repeated or skipped, whatever is placed, changed or cancelled in between. An
+         *     order placed meanwhile has a higher id than every earlier one, so it appears on a later
+         *     page; one cancelled meanwhile is not listed once it is gone.
+         *
+         *     The cursor is opaque: send back the one a `Link` gave, unchanged. Any other value is
+         *     `400 invalid_request`.
+         *
+         *     `HEAD /v1/store/orders` answers as this does, with the same status and headers and no body.
          */
         get: operations["listOrders"];
         put?: never;
-        post?: never;
+        /**
+         * Place an order
+         * @description Reserves `quantity` units of a pet's stock with a new order, and answers `201` with the
+         *     order and its address in `Location`. The order is `placed`, not `complete`, and ships on
+         *     `shipDate` as sent, or else at the time it was placed. The service gives it its `id`: a
+         *     whole number from 1, higher than every order placed before.
+         *
+         *     - The pet must have an inventory entry; otherwise `404 not_found`.
+         *     - **No overselling.** The order is placed only when `quantity` is at most the pet's stock
+         *       minus the units its open orders (`placed` or `approved`) already reserve; otherwise
+         *       `409 insufficient_stock`, whose message says how many units can still be reserved.
+         *       The check and the placing are one transaction: concurrent orders for one pet, on one
+         *       instance or on several sharing a database, never reserve more than the stock, and
+         *       exactly those that fit are placed.
+         *     - The reservation shows at once in `GET /v1/inventory` (status and `ETag`): the entry
+         *       turns `pending` when its open orders reserve all its stock.
+         *
+         *     **Retrying safely with `Idempotency-Key`** (IETF httpapi idempotency-key draft). Send a
+         *     key of your own making, unique per order (a UUID, say), and send the same key again
+         *     when you retry, so a lost answer never places an order twice. Keys belong to the API key
+         *     that sent them (another API key's identical `Idempotency-Key` is another key) and are
+         *     kept 24 hours, on every instance and across restarts.
+         *
+         *     - The same key with the same body (the same JSON value: the order of properties and
+         *       white space do not matter): the first answer again, as it was sent (status, body and
+         *       `Location`), with `Idempotent-Replayed: true`. Nothing is placed again.
+         *     - The same key with another body: `422 idempotency_key_reused`.
+         *     - The same key while the first request is still being answered:
+         *       `409 idempotency_key_in_use`; retry a moment later.
+         *     - Kept are the answers of placing the order: `201`, `404` and `409 insufficient_stock`.
+         *       A request refused before it is processed (`400`, `401`, `413`, `415`, `429`) or
+         *       answered with a `5xx` is not kept: a retry with the same key runs again.
+         *
+         *     **Beta**: the request and its rules may still change before this operation becomes stable.
+         */
+        post: operations["placeOrder"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/store/orders/{orderId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find an order by id
+         * @description Returns one order, whatever its status. A cancelled order no longer exists: `404`.
+         *
+         *     `HEAD /v1/store/orders/{orderId}` answers as this does, with the same status and headers
+         *     and no body.
+         */
+        get: operations["getOrderById"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel an order
+         * @description Cancels an open order (`placed` or `approved`): it is deleted and its reservation freed,
+         *     which shows at once in `GET /v1/inventory` (status and `ETag`). The answer is `204`
+         *     without a body. A delivered order cannot be cancelled: `409 invalid_transition`. An
+         *     unknown order, or one already cancelled, is `404`.
+         */
+        delete: operations["cancelOrder"];
+        options?: never;
+        head?: never;
+        /**
+         * Approve or deliver an order
+         * @description Moves an order on in its life, and answers with the order as it now is:
+         *
+         *     - `placed` → `approved`;
+         *     - `placed` or `approved` → `delivered`.
+         *
+         *     Asking for the status the order already has is a `200` that changes nothing. Any other
+         *     change (a delivered order is final) is `409 invalid_transition`, naming both statuses.
+         *
+         *     **Delivering** takes the order's `quantity` out of the pet's stock in the same
+         *     transaction (the animals leave the shop), ends its reservation and sets `complete` to
+         *     `true`. When the stock is now below the order's quantity (`updateInventory` lowered it
+         *     since the order was placed), delivering is `409 insufficient_stock` and nothing changes.
+         *     Every change shows at once in `GET /v1/inventory` (status and `ETag`).
+         *
+         *     **Beta**: the request and its rules may still change before this operation becomes stable.
+         */
+        patch: operations["updateOrder"];
         trace?: never;
     };
 }
@@ -143,6 +242,16 @@ export interface components {
             tags?: components["schemas"]["Tag"][];
             status: components["schemas"]["PetStatus"];
         };
+        /**
+         * @example {
+         *       "id": 42,
+         *       "petId": 12,
+         *       "quantity": 2,
+         *       "shipDate": "2026-12-02T09:30:00.000Z",
+         *       "status": "placed",
+         *       "complete": false
+         *     }
+         */
         Order: {
             /** Format: int64 */
             id: number;
@@ -152,19 +261,57 @@ export interface components {
             quantity: number;
             /** Format: date-time */
             shipDate: string;
+            status: components["schemas"]["OrderStatus"];
+            /** @description `true` once the order is delivered */
+            complete: boolean;
+        };
+        /**
+         * @description Where an order is in its life. An order is placed, may be approved, and is delivered
+         *     (`placed` → `approved`, `placed` or `approved` → `delivered`); an open order can also be
+         *     cancelled, which deletes it.
+         *     - `placed` and `approved` orders are open: they reserve their quantity of the pet's stock;
+         *     - a `delivered` order took its quantity out of the stock, and is final.
+         * @enum {string}
+         */
+        OrderStatus: "placed" | "approved" | "delivered";
+        /**
+         * @example {
+         *       "petId": 12,
+         *       "quantity": 2
+         *     }
+         */
+        OrderRequest: {
             /**
-             * @description Orders that are `placed` or `approved` are open and reserve stock.
+             * Format: int64
+             * @description The pet to order; it must have an inventory entry
+             */
+            petId: number;
+            /** @description Units to reserve, at most the pet's stock not yet reserved by open orders */
+            quantity: number;
+            /**
+             * Format: date-time
+             * @description When the order ships; the time it is placed when left out
+             */
+            shipDate?: string;
+        };
+        /**
+         * @example {
+         *       "status": "approved"
+         *     }
+         */
+        OrderStatusUpdate: {
+            /**
+             * @description The status the order moves to
              * @enum {string}
              */
-            status: "placed" | "approved" | "delivered";
-            complete: boolean;
+            status: "approved" | "delivered";
         };
         Error: {
             /**
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
             /** @description The HTTP status code of the response */
@@ -248,6 +395,127 @@ export interface components {
                  * @example {
                  *       "code": "not_found",
                  *       "message": "no inventory entry for pet 42",
+                 *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A parameter is malformed or invalid (a `limit` outside 1 … 100, a `cursor` this service did not give), or the query string has a parameter the operation does not declare. A URL that cannot be decoded is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
+        OrdersBadRequest: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The pet has no inventory entry (replayed with `Idempotent-Replayed` for a repeated `Idempotency-Key`) */
+        PlaceOrderNotFound: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "no inventory entry for pet 12",
+                 *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Not enough stock left to reserve (`insufficient_stock`; replayed with `Idempotent-Replayed` for a repeated `Idempotency-Key`), or a request with this `Idempotency-Key` is still being answered (`idempotency_key_in_use`) */
+        PlaceOrderConflict: {
+            headers: {
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description This `Idempotency-Key` was sent before with another body */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "idempotency_key_reused",
+                 *       "message": "this Idempotency-Key was used with another request body",
+                 *       "status": 422
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The order cannot take this status (`invalid_transition`), or delivering it needs more than the pet's stock (`insufficient_stock`); nothing changed */
+        UpdateOrderConflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The order was delivered; it cannot be cancelled */
+        CancelOrderConflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "invalid_transition",
+                 *       "message": "order 42 is delivered; it cannot be cancelled",
+                 *       "status": 409
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No order with this id (never placed, or cancelled) */
+        OrderNotFound: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "no order with id 42",
                  *       "status": 404
                  *     }
                  */
@@ -516,6 +784,13 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description The ID of the order, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+         * @example 42
+         */
+        OrderId: number;
+        /** @description A key of your own making that makes a retry safe (the rules are in the operation's description): 1 to 255 visible ASCII characters, no spaces, unique per order, such as a UUID. Sent again with the same body within 24 hours, it gets the first answer again instead of placing another order. */
+        IdempotencyKey: string;
         /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
         PetId: number;
         /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
@@ -528,6 +803,12 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description The address of the order, `/v1/store/orders/{id}`. */
+        Location: string;
+        /** @description `true` on an answer replayed for a repeated `Idempotency-Key` (nothing was done again); absent otherwise. */
+        "Idempotent-Replayed": "true";
+        /** @description RFC 8288 link to the next page, `rel="next"`: the same `status`, `petId` and `limit`, and an opaque `cursor`. Present while more orders follow; the last page has none. */
+        NextLink: string;
         /** @description Strong entity tag of the response body, derived from the body alone: equal bodies have equal tags on every instance, and a changed body gets a new tag. Treat it as opaque (it is 43 base64url characters today: the SHA-256 of the body, or for the inventory and order lists a SHA-256 over the SHA-256 digests of the list's chunks, so that a change re-hashes one chunk). A body sent in a content coding (`Content-Encoding: br` or `gzip`, for bodies of 1 KiB or more when `Accept-Encoding` allows, with `Vary: Accept-Encoding`) has a tag of its own, the same hash followed by `-br` or `-gzip`. Send it back in `If-None-Match` to get `304` while the body is unchanged. */
         ETag: string;
         /** @description The id of this request, also in every log line about it: the `X-Request-Id` the request carried when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`, otherwise a fresh UUID. */
@@ -687,7 +968,16 @@ export interface operations {
     };
     listOrders: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the orders with one of these statuses; repeat the parameter for several (`?status=placed&status=approved` lists the open orders). */
+                status?: components["schemas"]["OrderStatus"][];
+                /** @description Only the orders of this pet */
+                petId?: number;
+                /** @description The most orders in one page, from 1 to 100 */
+                limit?: number;
+                /** @description Where the page starts: the `cursor` of the previous page's `Link` with `rel="next"`, unchanged. Without it, the first page. */
+                cursor?: string;
+            };
             header?: {
                 /**
                  * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
@@ -702,7 +992,133 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Every order, ordered by id ascending */
+            /** @description A page of orders, ordered by id ascending */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["NextLink"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 41,
+                     *         "petId": 12,
+                     *         "quantity": 4,
+                     *         "shipDate": "2026-12-01T10:00:00.000Z",
+                     *         "status": "approved",
+                     *         "complete": false
+                     *       },
+                     *       {
+                     *         "id": 42,
+                     *         "petId": 12,
+                     *         "quantity": 2,
+                     *         "shipDate": "2026-12-02T09:30:00.000Z",
+                     *         "status": "placed",
+                     *         "complete": false
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Order"][];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["OrdersBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    placeOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+                 * @example checkout-7f3a.2
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description A key of your own making that makes a retry safe (the rules are in the operation's description): 1 to 255 visible ASCII characters, no spaces, unique per order, such as a UUID. Sent again with the same body within 24 hours, it gets the first answer again instead of placing another order. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderRequest"];
+            };
+        };
+        responses: {
+            /** @description The order, placed (or, with `Idempotent-Replayed`, the first answer to this `Idempotency-Key`) */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "petId": 12,
+                     *       "quantity": 2,
+                     *       "shipDate": "2026-12-02T09:30:00.000Z",
+                     *       "status": "placed",
+                     *       "complete": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["PlaceOrderNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["PlaceOrderConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrderById: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+                 * @example checkout-7f3a.2
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The ID of the order, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+                 * @example 42
+                 */
+                orderId: components["parameters"]["OrderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order */
             200: {
                 headers: {
                     ETag: components["headers"]["ETag"];
@@ -713,13 +1129,126 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Order"][];
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "petId": 12,
+                     *       "quantity": 2,
+                     *       "shipDate": "2026-12-02T09:30:00.000Z",
+                     *       "status": "approved",
+                     *       "complete": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Order"];
                 };
             };
             304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["OrderNotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+                 * @example checkout-7f3a.2
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /**
+                 * @description The ID of the order, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+                 * @example 42
+                 */
+                orderId: components["parameters"]["OrderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled; no body */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["OrderNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["CancelOrderConflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
+                 * @example checkout-7f3a.2
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /**
+                 * @description The ID of the order, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+                 * @example 42
+                 */
+                orderId: components["parameters"]["OrderId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderStatusUpdate"];
+            };
+        };
+        responses: {
+            /** @description The order with its new status (or unchanged, when it already had it) */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "petId": 12,
+                     *       "quantity": 2,
+                     *       "shipDate": "2026-12-02T09:30:00.000Z",
+                     *       "status": "delivered",
+                     *       "complete": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["OrderNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["UpdateOrderConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -106,6 +106,8 @@ t.test('/openapi.json and /openapi.yaml serve the document with the three server
     expected.servers[0] = { url: `${base}/v1`, description: fileSpec.servers[0]!.description! }
     expected.info.description = description
     expected.paths['/inventory/{petId}']!.patch!.summary = 'Update stock level · experimental'
+    expected.paths['/store/orders']!.post!.summary = 'Place an order · beta'
+    expected.paths['/store/orders/{orderId}']!.patch!.summary = 'Approve or deliver an order · beta'
     expected.paths['/pets/{petId}']!.get!.summary = `Find a pet by id · deprecated, sunset ${fileSpec.paths['/pets/{petId}']!.get!['x-sunset']!.slice(0, 10)}`
     t.same(doc, expected, 'the served document is openapi.yaml with the instance\'s address, the plans table and the summary marks')
   }
