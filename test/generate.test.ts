@@ -78,6 +78,9 @@ async function copyWithWrittenFixture (t: Test): Promise<string> {
   return root
 }
 
+// Operations of the repository itself still waiting for their handler (usually none).
+const repositoryStubs = operations.filter((op) => isStub(op.operationId)).map((op) => op.operationId).sort()
+
 const expectedStub = (id: string) => `import { notImplemented } from '../src/http/not-implemented.js'
 
 /**
@@ -92,7 +95,7 @@ t.test('npm run generate -- --check passes on the repository, and lists exactly 
   const res = await run('npm', ['run', '-s', 'generate', '--', '--check'], {})
   t.equal(res.code, 0, `up to date: ${res.stdout}${res.stderr}`)
   t.match(res.stdout, /up to date/)
-  const stubs = operations.filter((op) => isStub(op.operationId)).map((op) => op.operationId).sort()
+  const stubs = repositoryStubs
   if (stubs.length === 0) t.notMatch(res.stdout, /not implemented yet/, 'every operation of openapi.yaml is implemented: no stub listed')
   else t.match(res.stdout, `not implemented yet (the handler is the generated stub, answering 501): ${stubs.join(', ')}\n`, 'the stubs of handlers/ are listed')
 })
@@ -115,7 +118,8 @@ t.test('on a copy: a new operation fails --check, then gets a 501 stub, listed, 
   const gen = await generate('--root', root)
   t.equal(gen.code, 0, `generate succeeds ${gen.stderr}`)
   t.match(gen.stdout, 'created handlers/fixtureGetWidget.ts (a stub answering 501 not_implemented)')
-  t.match(gen.stdout, /^not implemented yet \(the handler is the generated stub, answering 501\): fixtureGetWidget$/m, 'the stub is listed')
+  const listed = `not implemented yet (the handler is the generated stub, answering 501): ${[...repositoryStubs, 'fixtureGetWidget'].sort().join(', ')}\n`
+  t.match(gen.stdout, listed, 'the stub is listed')
   const after = snapshot(root)
   t.equal(after['handlers/fixtureGetWidget.ts'], expectedStub('fixtureGetWidget'), 'the stub is notImplemented(\'fixtureGetWidget\') with its doc comment')
   for (const [file, content] of Object.entries(before)) {
@@ -128,10 +132,10 @@ t.test('on a copy: a new operation fails --check, then gets a 501 stub, listed, 
 
   const again = await generate('--check', '--root', root)
   t.equal(again.code, 0, `--check passes after generate ${again.stderr}`)
-  t.match(again.stdout, /not implemented yet .*: fixtureGetWidget$/m, '--check lists the stub as well, without failing')
+  t.match(again.stdout, listed, '--check lists the stub as well, without failing')
   const rerun = await generate('--root', root)
   t.match(rerun.stdout, new RegExp(`^everything up to date \\(${operationCount(root)} operations\\)$`, 'm'), 'a second run changes nothing')
-  t.match(rerun.stdout, /not implemented yet .*: fixtureGetWidget$/m, 'and still lists the stub')
+  t.match(rerun.stdout, listed, 'and still lists the stub')
 })
 
 t.test('on a copy: a renamed operation takes its handler along (file, export, type argument), the code kept', async (t) => {
@@ -149,7 +153,7 @@ t.test('on a copy: a renamed operation takes its handler along (file, export, ty
   const gen = await generate('--root', root)
   t.equal(gen.code, 0, `generate succeeds ${gen.stderr}`)
   t.match(gen.stdout, 'renamed handlers/fixtureListWidgets.ts → handlers/fixtureListGadgets.ts')
-  t.notMatch(gen.stdout, /not implemented yet: .*fixtureListGadgets/, 'no stub was made for the new name')
+  t.notMatch(gen.stdout, /not implemented yet .*fixtureListGadgets/, 'no stub was made for the new name')
   t.notOk(existsSync(join(root, 'handlers', 'fixtureListWidgets.ts')), 'the old file is gone')
   const renamed = readFileSync(join(root, 'handlers', 'fixtureListGadgets.ts'), 'utf8')
   t.equal(renamed, original

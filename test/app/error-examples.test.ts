@@ -7,6 +7,7 @@ import { errorStatus } from '../../src/errors.js'
 import { notImplemented } from '../../src/http/not-implemented.js'
 import { loadDocument } from '../../src/openapi/document.js'
 import { buildTestApp } from '../helpers/app.js'
+import { isStub, operations } from '../helpers/surface.js'
 import type { Provocation } from './error-examples/provocation.js'
 
 const provocationsDir = join(dirname(fileURLToPath(import.meta.url)), 'error-examples')
@@ -111,15 +112,22 @@ t.test('every error code has an example in openapi.yaml whose message is the one
   const examples = errorExamples((await loadDocument()).spec)
   const sent = await provokeErrors(t)
 
+  // A code that only operations still answering 501 (generated stubs) can send is not sent yet:
+  // its checks are todo, named in the output, until a handler is written and a provocation added.
+  const waiting = (code: string): { todo: string } | object => {
+    const by = operations.filter((op) => Object.values(op.definition.responses as Record<string, Json>).some((response) =>
+      JSON.stringify(response.content ?? {}).includes(`"code":"${code}"`)))
+    return by.length > 0 && by.every((op) => isStub(op.operationId)) ? { todo: `${code}: only stubs answer it yet (${by.map((op) => op.operationId).join(', ')})` } : {}
+  }
   for (const code of Object.keys(errorStatus)) {
     t.ok(examples.some((e) => e.code === code), `openapi.yaml has an example of ${code}`)
-    t.ok(sent.some((s) => s.body.code === code), `the test provokes ${code}`)
+    t.ok(sent.some((s) => s.body.code === code), `the test provokes ${code}`, waiting(code))
   }
   for (const example of examples) {
     const real = sent.filter((s) => s.body.code === example.code)
     t.ok(real.some((s) => s.body.message === example.message),
       `${example.where}: "${example.message}" is sent as it is`,
-      { sent: real.map((s) => `${s.how}: ${s.body.message}`) })
+      { sent: real.map((s) => `${s.how}: ${s.body.message}`), ...waiting(example.code) })
     for (const s of real) t.equal(s.body.status, errorStatus[example.code as keyof typeof errorStatus], `${s.how}: status of ${example.code}`)
   }
 })
