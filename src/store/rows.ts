@@ -76,12 +76,6 @@ export function petColumns (pet: PetRecord): PetColumns {
 }
 
 /**
- * The api_keys columns under the names of ApiKeyRecord, so that a row is the record. Quoted
- * aliases keep their case on both engines (PostgreSQL folds unquoted names to lower case).
- */
-export const keyColumns = 'id, name, plan, per_minute AS "perMinute", per_day AS "perDay", created_at AS "createdAt", revoked_at AS "revokedAt"'
-
-/**
  * The orders column of every field of Order, typed over every key of the generated type: a field
  * added to the schema fails to compile here until it has its column, and orderColumns selects it.
  */

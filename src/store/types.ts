@@ -72,8 +72,6 @@ export interface Store extends DataAccess {
   /** The highest pet id, 0 when there are no pets. */
   highestPetId (): Promise<number>
   listOrders (): Promise<Order[]>
-  /** The same list as JSON text, byte for byte JSON.stringify(await listOrders()). */
-  listOrdersJson (): Promise<ListJson>
   /** Upserts pets, inventory and orders in one transaction. */
   importCatalogue (catalogue: Catalogue): Promise<ImportCounts>
 

@@ -39,7 +39,7 @@ const instance = (store: Store): Instance => {
 /** What every cache of `store` must agree with: read by a store that has cached nothing yet. */
 async function snapshot (store: Store, keyHashes: readonly string[]) {
   const inventory = text(await store.listInventoryJson())
-  const orders = text(await store.listOrdersJson())
+  const orders = JSON.stringify(await store.listOrders())
   const pets = await Promise.all(PETS.map((id) => store.getPet(id)))
   const keys = await Promise.all(keyHashes.map(async (hash) => (await store.findActiveApiKey(hash))?.id ?? null))
   return { inventory, orders, pets, keys }

@@ -103,7 +103,6 @@ t.test('reads are served from memory while listening: a write that bypasses the 
   await a!.syncChanges()
   const list = await a!.listInventoryJson()
   const pet = await a!.getPet(2)
-  const orders = await a!.listOrders()
   t.ok(await a!.findActiveApiKey('hash-1'))
 
   await psql.query('SET session_replication_role = replica')
@@ -113,7 +112,7 @@ t.test('reads are served from memory while listening: a write that bypasses the 
   await a!.syncChanges()
   t.equal(await a!.listInventoryJson(), list, 'the list from memory')
   t.same(await a!.getPet(2), pet, 'the pet from memory')
-  t.same(await a!.listOrders(), orders, 'the orders from memory')
+  t.ok((await a!.listOrders()).every((o) => o.status === 'delivered'), 'orders are not cached: read afresh (paged from the database)')
   t.ok(await a!.findActiveApiKey('hash-1'), 'the key from memory')
   t.ok((await a!.listInventory()).every((i) => i.quantity === 40), 'while the database has changed')
 
@@ -198,9 +197,7 @@ t.test('thousands of random writes on two instances and plain SQL: the cached li
     const pets = await Promise.all(ids.map(async (id) => (await a!.getPet(id))?.status === statuses.get(id)))
     return {
       inventory: (await a!.listInventoryJson()) === rebuilt && (await b!.listInventoryJson()) === rebuilt,
-      // listOrdersJson keeps its text with the cached array: it must follow every change too.
-      orders: JSON.stringify(await a!.listOrders()) === orders && JSON.stringify(await b!.listOrders()) === orders &&
-        await a!.listOrdersJson() === orders && await b!.listOrdersJson() === orders,
+      orders: JSON.stringify(await a!.listOrders()) === orders && JSON.stringify(await b!.listOrders()) === orders,
       pets: pets.every(Boolean),
       label
     }

@@ -21,7 +21,7 @@ const version = (json: ListJson) => json as JsonListVersion
 async function rebuilt (file: string) {
   const fresh = createSqliteStore(file)
   try {
-    return { inventory: listText(await fresh.listInventoryJson()), orders: listText(await fresh.listOrdersJson()) }
+    return { inventory: listText(await fresh.listInventoryJson()) }
   } finally {
     await fresh.close()
   }
@@ -46,8 +46,6 @@ t.test('after thousands of random writes by this store, another store and plain 
   const check = async (step: number, what: string) => {
     const inventory = listText(await store.listInventoryJson())
     if (inventory !== JSON.stringify(await store.listInventory())) mismatches.push(`step ${step} (${what}): inventory`)
-    const orders = listText(await store.listOrdersJson())
-    if (orders !== JSON.stringify(await store.listOrders())) mismatches.push(`step ${step} (${what}): orders`)
   }
 
   let incremental = 0
@@ -97,7 +95,6 @@ t.test('after thousands of random writes by this store, another store and plain 
     if (step % 500 === 0) {
       const full = await rebuilt(file)
       if (full.inventory !== listText(await store.listInventoryJson())) mismatches.push(`step ${step}: inventory differs from a full rebuild`)
-      if (full.orders !== listText(await store.listOrdersJson())) mismatches.push(`step ${step}: orders differ from a full rebuild`)
     }
   }
   t.same(mismatches, [], `${writes} writes: every list byte for byte the full list`)
@@ -147,20 +144,17 @@ t.test('the log keeps its newest rows and is pruned as the store writes', async 
   t.equal(raw.prepare('SELECT pet_id FROM list_changes ORDER BY seq DESC LIMIT 1').pluck().get(), 1, 'the newest is kept')
 })
 
-t.test('orders: the JSON text is JSON.stringify of listOrders, and an order moved to another pet changes both statuses', async (t) => {
+t.test('orders: an order moved to another pet changes both statuses', async (t) => {
   const file = join(tempDir(t), 'orders.db')
   const store: Store = createSqliteStore(file)
   t.teardown(() => store.close())
   await store.migrate()
-  t.equal(listText(await store.listOrdersJson()), '[]')
   await store.importCatalogue({
     pets: [1, 2].map((id) => ({ id, name: `Pet ${id}`, photoUrls: [] })),
     inventory: [{ petId: 1, quantity: 2 }, { petId: 2, quantity: 2 }],
     orders: [{ id: Number.MAX_SAFE_INTEGER, petId: 1, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', status: 'approved', complete: true }]
   })
-  t.equal(listText(await store.listOrdersJson()), JSON.stringify(await store.listOrders()))
   t.same(JSON.parse(listText(await store.listInventoryJson())).map((i: { status: string }) => i.status), ['pending', 'available'])
   await store.importCatalogue({ orders: [{ id: Number.MAX_SAFE_INTEGER, petId: 2, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', status: 'placed', complete: false }] })
   t.same(JSON.parse(listText(await store.listInventoryJson())).map((i: { status: string }) => i.status), ['available', 'pending'], 'the order moved from pet 1 to pet 2')
-  t.equal(listText(await store.listOrdersJson()), JSON.stringify(await store.listOrders()))
 })

@@ -1,15 +1,16 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
-import { toInventoryItem, toOrder, toPet, type InventoryRow, type OrderRow, type PetRow } from '../rows.js'
-import type { ApiKeyRecord, NewApiKey, Order, Pet, Store } from '../types.js'
+import { toInventoryItem, type InventoryRow } from '../rows.js'
+import type { ApiKeyRecord, Pet, Store } from '../types.js'
 import { CachedList } from './cached-list.js'
 import { ChangeFeed, parseChange, type Change, type Changed } from './changes.js'
-import { deepFreeze, EntryCache } from './entry-cache.js'
+import { EntryCache } from './entry-cache.js'
 import { importCatalogue } from './import.js'
 import { Invalidations } from './invalidations.js'
 import { InventoryWrites } from './inventory-writes.js'
-import { runAsync } from '../work.js'
+import { activeKeyByHash, getPet, sharedMethods } from '../shared-queries.js'
+import { runAsync, type DataAccess } from '../work.js'
 import { postgresStepRunner } from './dialect.js'
 import { bulkTransaction, openPool, query, translate, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
@@ -110,7 +111,6 @@ export function createPostgresStore (connectionString: string, options: Postgres
   }
 
   const petChanges = new Invalidations<number>()
-  const orderChanges = new Invalidations<number>()
   const keyChanges = new Invalidations<string>()
 
   // The inventory as each entry's JSON text, built by the server from the field map
@@ -136,23 +136,6 @@ export function createPostgresStore (connectionString: string, options: Postgres
     whole: (chunks) => `[${chunks.join(',')}]`
   })
 
-  // The orders' JSON text, kept with the cached array it was made from: orders.get() returns the
-  // same frozen array until an order changes, so an unchanged list is not stringified per request.
-  const ordersText = new WeakMap<readonly Order[], string>()
-  const readOrders = async (name: 'listOrders' | 'listOrdersOf', values?: unknown[]) => (await run<OrderRow>(name, values)).map(toOrder)
-  const orders = new CachedList<Order, readonly Order[], Order[]>(orderChanges, {
-    all: async () => {
-      const list = (await readOrders('listOrders')).map(deepFreeze)
-      return { ids: list.map((order) => order.id), values: list }
-    },
-    some: async (ids) => new Map((await readOrders('listOrdersOf', [ids])).map((order) => [order.id, deepFreeze(order)])),
-    uncached: () => readOrders('listOrders')
-  }, {
-    chunk: (values) => values,
-    // Shared by every request until the list changes: frozen, like its orders.
-    whole: (chunks) => deepFreeze(chunks.flat())
-  })
-
   const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities) => {
     try {
       return await writeAndAnnounce<UpdatedInventoryRow>(pool,
@@ -169,20 +152,18 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
   const kinds = {
     pets: cacheKind(petChanges, [inventory, pets]),
-    orders: cacheKind(orderChanges, [orders]),
     keys: cacheKind(keyChanges, [keys])
   }
   const setCaching = (on: boolean) => { for (const kind of Object.values(kinds)) kind.setCaching(on) }
   const everythingChanged = () => {
     kinds.pets.changed('all')
-    kinds.orders.changed('all')
     kinds.keys.changed('all')
   }
 
   /** A change committed by anyone: announced by another connection, or recorded by our own transaction. */
   const applyChange = (change: Change) => {
     if (change.pets !== undefined) kinds.pets.changed(change.pets)
-    if (change.orders !== undefined) kinds.orders.changed(change.orders)
+    // Orders are not cached (pages are read afresh); their pets' statuses come as pet changes.
     if (change.keys !== undefined) kinds.keys.changed(change.keys)
   }
 
@@ -201,16 +182,37 @@ export function createPostgresStore (connectionString: string, options: Postgres
     }
   }
 
-  const changingKeys = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work()
-    } finally {
-      kinds.keys.changed('all')
+  const access: DataAccess = {
+    engine: 'postgres',
+
+    read: async (work) => {
+      try {
+        return await runAsync(work(), 'postgres', postgresStepRunner(pool))
+      } catch (error) {
+        const failure = translate(error)
+        if (connectionFailed(failure)) feed.restart()
+        throw failure
+      }
+    },
+
+    // Our own connections' notifications are ignored (see ownBackends): what the transaction
+    // changed comes back from the triggers with its commit and reaches the caches here, before
+    // the caller is answered.
+    write: async (work) => {
+      try {
+        const { value, changes } = await writeTransaction(pool, (client) => runAsync(work(), 'postgres', postgresStepRunner(client)))
+        for (const payload of changes) applyChange(parseChange(payload))
+        return value
+      } catch (error) {
+        if (connectionFailed(error)) feed.restart()
+        throw error
+      }
     }
   }
 
   return {
-    engine: 'postgres',
+    ...access,
+    ...sharedMethods(access),
 
     get listening () {
       return feed.listening
@@ -241,36 +243,6 @@ export function createPostgresStore (connectionString: string, options: Postgres
       await pool.end()
     },
 
-    read: async (work) => {
-      try {
-        return await runAsync(work(), 'postgres', postgresStepRunner(pool))
-      } catch (error) {
-        const failure = translate(error)
-        if (connectionFailed(failure)) feed.restart()
-        throw failure
-      }
-    },
-
-    // Our own connections' notifications are ignored (see ownBackends): what the transaction
-    // changed comes back from the triggers with its commit and reaches the caches here, before
-    // the caller is answered.
-    write: async (work) => {
-      try {
-        const { value, changes } = await writeTransaction(pool, (client) => runAsync(work(), 'postgres', postgresStepRunner(client)))
-        for (const payload of changes) applyChange(parseChange(payload))
-        return value
-      } catch (error) {
-        if (connectionFailed(error)) feed.restart()
-        throw error
-      }
-    },
-
-    countPets: async () => (await one<{ n: number }>('countPets')).n,
-
-    highestPetId: async () => (await one<{ id: number }>('highestPetId')).id,
-
-    listInventory: async () => (await run<InventoryRow>('listInventory')).map(toInventoryItem),
-
     listInventoryJson: () => {
       feed.start()
       return inventory.get()
@@ -299,39 +271,14 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
     getPet: (petId) => {
       feed.start()
-      return pets.get(petId, async () => {
-        const row = await first<PetRow>('getPet', [petId])
-        return row && toPet(row)
-      })
-    },
-
-    listOrders: () => {
-      feed.start()
-      return orders.get()
-    },
-
-    listOrdersJson: async () => {
-      feed.start()
-      const list = await orders.get()
-      let text = ordersText.get(list)
-      if (text === undefined) ordersText.set(list, text = JSON.stringify(list))
-      return text
+      return pets.get(petId, () => access.read(() => getPet(petId)))
     },
 
     importCatalogue: (catalogue) => changingEverything(() => bulkTransaction(pool, (bulk) => importCatalogue(bulk, catalogue))),
 
-    createApiKey: (key: NewApiKey) => changingKeys(() =>
-      one<ApiKeyRecord>('insertKey', [key.id, key.name, key.plan, key.keyHash, key.perMinute, key.perDay, new Date().toISOString()])),
-
-    listApiKeys: () => run<ApiKeyRecord>('listKeys'),
-
-    revokeApiKey: (id) => changingKeys(() => first<ApiKeyRecord>('revokeKey', [new Date().toISOString(), id])),
-
     findActiveApiKey: (keyHash) => {
       feed.start()
-      return keys.get(keyHash, () => first<ApiKeyRecord>('activeKeyByHash', [keyHash]))
-    },
-
-    countApiKeys: async () => (await one<{ n: number }>('countKeys')).n
+      return keys.get(keyHash, () => access.read(() => activeKeyByHash(keyHash)))
+    }
   }
 }

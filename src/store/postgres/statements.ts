@@ -1,15 +1,10 @@
 import { inventorySelectList, postgresInventoryJson } from '../inventory-fields.js'
-import { keyColumns, orderColumns } from '../rows.js'
-import { statusExpression } from '../sql.js'
 
 /** Every inventory entry (or those of `where`) as a row of InventoryItem's fields, named `f`. */
 const inventoryRows = (where = '') => `(SELECT ${inventorySelectList('i')} FROM inventory i ${where}) AS f`
 
 /** The statements of the request path, prepared once per connection under their names here. */
 export const sql = {
-  countPets: 'SELECT COUNT(*) AS n FROM pets',
-  highestPetId: 'SELECT COALESCE(MAX(id), 0) AS id FROM pets',
-  listInventory: `SELECT f.* FROM ${inventoryRows()} ORDER BY f."petId"`,
   // The list as one JSON text built by the server, the same bytes as JSON.stringify of
   // listInventory and as SQLite's json_group_array: for reads while nothing is cached.
   listInventoryJson: `SELECT COALESCE('[' || string_agg(${postgresInventoryJson('f')}, ',' ORDER BY f."petId") || ']', '[]') AS json
@@ -33,25 +28,7 @@ export const sql = {
       f AS (UPDATE inventory i SET quantity = c.quantity FROM changes c, locked l
         WHERE i.pet_id = c.pet_id AND l.pet_id = c.pet_id RETURNING ${inventorySelectList('i')})
     SELECT f.*, ${postgresInventoryJson('f')} AS json FROM f`,
-  announce: 'SELECT petstore_notify(current_schema(), $1)',
-  getPet: `SELECT p.id, p.name, p.category_id, p.category_name, p.photo_urls, p.tags,
-      ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status
-    FROM pets p LEFT JOIN inventory i ON i.pet_id = p.id WHERE p.id = $1`,
-  listOrders: `SELECT ${orderColumns} FROM orders ORDER BY id`,
-  listOrdersOf: `SELECT ${orderColumns} FROM orders WHERE id = ANY($1::bigint[])`,
-  insertKey: `INSERT INTO api_keys (id, name, plan, key_hash, per_minute, per_day, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${keyColumns}`,
-  listKeys: `SELECT ${keyColumns} FROM api_keys ORDER BY created_at, id`,
-  // Revokes once; a key revoked before keeps its first revocation time. The outer SELECT sees the
-  // row as it was before this statement, which is what we want when the UPDATE matched nothing.
-  revokeKey: `WITH revoked AS (
-      UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING ${keyColumns}
-    )
-    SELECT * FROM revoked
-    UNION ALL
-    SELECT ${keyColumns} FROM api_keys WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM revoked)`,
-  activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
-  countKeys: 'SELECT COUNT(*) AS n FROM api_keys'
+  announce: 'SELECT petstore_notify(current_schema(), $1)'
 } as const
 
 export type StatementName = keyof typeof sql

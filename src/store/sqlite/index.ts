@@ -1,8 +1,9 @@
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
-import { petColumns, toInventoryItem, toOrder, toPet } from '../rows.js'
+import { petColumns, toInventoryItem } from '../rows.js'
+import { activeKeyByHash, getPet, sharedMethods } from '../shared-queries.js'
 import type { TableName } from '../schema.js'
-import type { Catalogue, ImportCounts, InventoryItem, NewApiKey, Store } from '../types.js'
-import { runSync } from '../work.js'
+import type { Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
+import { runSync, type DataAccess } from '../work.js'
 import { ReadCaches } from './caches.js'
 import { failureOf, isBusy, migrationTransaction, openDatabase, retryWhileBusy } from './database.js'
 import { sqliteStepRunner } from './dialect.js'
@@ -143,17 +144,21 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     all: () => statements().inventoryTexts.all(),
     changedAfter: (seq) => statements().inventoryChanges.all(seq)
   })
-  const orderList = new LoggedList({
-    all: () => statements().orderTexts.all(),
-    changedAfter: (seq) => statements().orderChanges.all(seq)
-  })
   const syncList = (list: LoggedList) => () => {
     const [oldest, newest] = oneRow(statements().changeLogBounds.get())
     return list.sync(oldest, newest)
   }
 
-  return {
+  const access: DataAccess = {
     engine: 'sqlite',
+    read: (work) => readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner)),
+    // A savepoint inside the batch's transaction: work that fails undoes only its own statements.
+    write: (work) => queueWrite({ apply: () => db.transaction(() => runSync(work(), 'sqlite', runner, noteTables))() })
+  }
+
+  return {
+    ...access,
+    ...sharedMethods(access),
 
     migrate: async () => {
       const migrations = await readMigrations(migrationsDirectory('sqlite'))
@@ -176,12 +181,6 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       if (db.open) db.close()
     },
 
-    countPets: () => readingAfterWrites('inventory', () => oneRow(statements().countPets.get())),
-
-    highestPetId: () => readingAfterWrites('inventory', () => oneRow(statements().highestPetId.get())),
-
-    listInventory: () => readingAfterWrites('inventory', () => statements().listInventory.all().map(toInventoryItem)),
-
     listInventoryJson: () => readingAfterWrites('inventory', () => caches.list('inventory', syncList(inventoryList))),
 
     updateInventory: (petId, quantity) => queueWrite({
@@ -192,20 +191,9 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       }
     }),
 
-    read: (work) => readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner)),
 
-    // A savepoint inside the batch's transaction: work that fails undoes only its own statements.
-    write: (work) => queueWrite({ apply: () => db.transaction(() => runSync(work(), 'sqlite', runner, noteTables))() }),
-
-    getPet: (petId) => readingAfterWrites('inventory', () => caches.pet(petId, () => {
-      const row = statements().getPet.get(petId)
-      return row && toPet(row)
-    }), (write) => write.petId === undefined || write.petId === petId),
-
-    // PATCHes never change orders; a repository's work may.
-    listOrders: () => readingAfterWrites('inventory', () => statements().listOrders.all().map(toOrder), (write) => write.petId === undefined),
-
-    listOrdersJson: () => readingAfterWrites('inventory', () => caches.list('orders', syncList(orderList)), (write) => write.petId === undefined),
+    getPet: (petId) => readingAfterWrites('inventory', () => caches.pet(petId, () => runSync(getPet(petId), 'sqlite', runner)),
+      (write) => write.petId === undefined || write.petId === petId),
 
     importCatalogue: (catalogue: Catalogue) => writing('inventory', (): ImportCounts => {
       const st = statements()
@@ -222,20 +210,6 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       return { pets: catalogue.pets?.length ?? 0, inventory: catalogue.inventory?.length ?? 0, orders: catalogue.orders?.length ?? 0 }
     }),
 
-    createApiKey: (key: NewApiKey) => writing('keys', () => {
-      statements().insertKey.run({ ...key, createdAt: new Date().toISOString() })
-      return oneRow(statements().keyById.get(key.id))
-    }),
-
-    listApiKeys: () => readingAfterWrites('keys', () => statements().listKeys.all()),
-
-    revokeApiKey: (id) => writing('keys', () => {
-      statements().revokeKey.run(new Date().toISOString(), id)
-      return statements().keyById.get(id)
-    }),
-
-    findActiveApiKey: (keyHash) => readingAfterWrites('keys', () => caches.activeKey(keyHash, () => statements().activeKeyByHash.get(keyHash))),
-
-    countApiKeys: () => readingAfterWrites('keys', () => oneRow(statements().countKeys.get()))
+    findActiveApiKey: (keyHash) => readingAfterWrites('keys', () => caches.activeKey(keyHash, () => runSync(activeKeyByHash(keyHash), 'sqlite', runner)))
   }
 }

@@ -1,8 +1,6 @@
 import type Database from 'better-sqlite3'
 import { inventorySelectList, sqliteInventoryJson } from '../inventory-fields.js'
-import { keyColumns, orderColumns, type InventoryRow, type OrderRow, type PetColumns, type PetRow } from '../rows.js'
-import { statusExpression } from '../sql.js'
-import type { ApiKeyRecord, NewApiKey } from '../types.js'
+import type { InventoryRow, OrderRow, PetColumns } from '../rows.js'
 
 /**
  * Rows of list_changes kept: a server whose list is further behind than that builds it in full.
@@ -12,37 +10,27 @@ const CHANGES_KEPT = 50_000
 
 // Every field of InventoryItem (inventory-fields.ts), as rows or as the JSON text of an entry.
 const inventoryText = sqliteInventoryJson('i')
-// The text JSON.stringify gives for the Order that toOrder makes of the row (keys in that order):
-// ids and quantities are integers, shipDate and status are quoted as JSON strings.
-const orderText = `'{"id":' || o.id || ',"petId":' || o.pet_id || ',"quantity":' || o.quantity ||
-  ',"shipDate":' || json_quote(o.ship_date) || ',"status":' || json_quote(o.status) ||
-  ',"complete":' || CASE o.complete WHEN 1 THEN 'true' ELSE 'false' END || '}'`
 
 /** A list entry as [key, its JSON text]; a changed entry's text is NULL when it is gone. */
 type EntryText = [number, string]
 type ChangedEntry = [number, string | null]
-type NewKeyColumns = NewApiKey & { createdAt: string }
 type OrderColumns = Omit<OrderRow, 'complete'> & { complete: 0 | 1 }
 
 /**
- * Every statement of the SQLite store, prepared once (after migrate() has created the tables).
+ * The statements only SQLite has (the rest are written once, in shared-queries.ts and the
+ * repositories): the list entries as JSON text built by SQLite, the change log, the PATCH of the
+ * group commit and the imports' upserts; prepared once (after migrate() has created the tables).
  * Each is typed with what it binds and the row it returns (better-sqlite3's Statement generics),
  * so the store reads typed rows without casts; the row types come from rows.ts and the generated
  * types, and inventory rows are selected from the field map that covers every InventoryItem key.
  */
 export function prepareStatements (db: Database.Database) {
   return {
-    countPets: db.prepare<[], number>('SELECT COUNT(*) FROM pets').pluck(),
-    highestPetId: db.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM pets').pluck(),
-    listInventory: db.prepare<[], InventoryRow>(`SELECT ${inventorySelectList('i')} FROM inventory i ORDER BY i.pet_id`),
     // Each entry as [petId, its JSON text], built by SQLite (no JavaScript object per row): the
     // whole list, and the entries logged in list_changes after a seq (NULL text: no entry any more).
     inventoryTexts: db.prepare<[], EntryText>(`SELECT i.pet_id, ${inventoryText} FROM inventory i ORDER BY i.pet_id`).raw(),
     inventoryChanges: db.prepare<[number], ChangedEntry>(`SELECT c.pet_id, (SELECT ${inventoryText} FROM inventory i WHERE i.pet_id = c.pet_id)
       FROM (SELECT DISTINCT pet_id FROM list_changes WHERE seq > ? AND pet_id IS NOT NULL) c`).raw(),
-    orderTexts: db.prepare<[], EntryText>(`SELECT o.id, ${orderText} FROM orders o ORDER BY o.id`).raw(),
-    orderChanges: db.prepare<[number], ChangedEntry>(`SELECT c.order_id, (SELECT ${orderText} FROM orders o WHERE o.id = c.order_id)
-      FROM (SELECT DISTINCT order_id FROM list_changes WHERE seq > ? AND order_id IS NOT NULL) c`).raw(),
     // Two subqueries: MIN and MAX in one SELECT would scan the table instead of reading both ends.
     changeLogBounds: db.prepare<[], [number | null, number | null]>('SELECT (SELECT MIN(seq) FROM list_changes), (SELECT MAX(seq) FROM list_changes)').raw(),
     // Deletes at most ~1,000 of the oldest rows per call, and keeps the newest CHANGES_KEPT.
@@ -50,9 +38,6 @@ export function prepareStatements (db: Database.Database) {
       AND seq < (SELECT MAX(seq) FROM list_changes) - ${CHANGES_KEPT}`),
     updateInventory: db.prepare<[number, number], InventoryRow>(`UPDATE inventory SET quantity = ? WHERE pet_id = ?
       RETURNING ${inventorySelectList('inventory')}`),
-    getPet: db.prepare<[number], PetRow>(`SELECT p.*, ${statusExpression('p.id', 'COALESCE(i.quantity, 0)')} AS status
-      FROM pets p LEFT JOIN inventory i ON i.pet_id = p.id WHERE p.id = ?`),
-    listOrders: db.prepare<[], OrderRow>(`SELECT ${orderColumns} FROM orders ORDER BY id`),
     upsertPet: db.prepare<PetColumns>(`INSERT INTO pets (id, name, category_id, category_name, photo_urls, tags)
       VALUES (@id, @name, @categoryId, @categoryName, @photoUrls, @tags)
       ON CONFLICT (id) DO UPDATE SET name = excluded.name, category_id = excluded.category_id,
@@ -63,14 +48,7 @@ export function prepareStatements (db: Database.Database) {
     upsertOrder: db.prepare<OrderColumns>(`INSERT INTO orders (id, pet_id, quantity, ship_date, status, complete)
       VALUES (@id, @petId, @quantity, @shipDate, @status, @complete)
       ON CONFLICT (id) DO UPDATE SET pet_id = excluded.pet_id, quantity = excluded.quantity,
-        ship_date = excluded.ship_date, status = excluded.status, complete = excluded.complete`),
-    insertKey: db.prepare<NewKeyColumns>(`INSERT INTO api_keys (id, name, plan, key_hash, per_minute, per_day, created_at)
-      VALUES (@id, @name, @plan, @keyHash, @perMinute, @perDay, @createdAt)`),
-    keyById: db.prepare<[string], ApiKeyRecord>(`SELECT ${keyColumns} FROM api_keys WHERE id = ?`),
-    listKeys: db.prepare<[], ApiKeyRecord>(`SELECT ${keyColumns} FROM api_keys ORDER BY created_at, id`),
-    revokeKey: db.prepare<[string, string]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
-    activeKeyByHash: db.prepare<[string], ApiKeyRecord>(`SELECT ${keyColumns} FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL`),
-    countKeys: db.prepare<[], number>('SELECT COUNT(*) FROM api_keys').pluck()
+        ship_date = excluded.ship_date, status = excluded.status, complete = excluded.complete`)
   }
 }
 
