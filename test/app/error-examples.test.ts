@@ -4,7 +4,6 @@ import { errorStatus } from '../../src/errors.js'
 import { notImplemented } from '../../src/http/not-implemented.js'
 import { loadDocument } from '../../src/openapi/document.js'
 import { buildTestApp } from '../helpers/app.js'
-import { heldPlaceOrder } from '../helpers/orders.js'
 
 type Json = Record<string, unknown>
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -74,42 +73,6 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   keep('a text/plain body', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"quantity":1}' }))
   keep('a handler throwing an Error', await api.request({ method: 'GET', url: '/v1/inventory', headers: auth }))
   keep('a generated stub', await api.request({ method: 'GET', url: '/v1/store/orders', headers: auth }))
-
-  // Orders, on the demo catalogue (pets 1 to 10, orders 1 to 6).
-  const held = heldPlaceOrder()
-  const shop = await buildTestApp(t, { env, handlers: { placeOrder: held.handler } })
-  const shopAuth = await shop.authHeader('pro')
-  const order = (payload: object, headers: Record<string, string> = {}) =>
-    shop.request({ method: 'POST', url: '/v1/store/orders', headers: { ...shopAuth, ...headers }, payload })
-  const first = order({ petId: 8, quantity: 1 }, { 'idempotency-key': 'order-8-1' })
-  await held.entered
-  keep('a repeat while the first is in progress', await order({ petId: 8, quantity: 1 }, { 'idempotency-key': 'order-8-1' }))
-  held.open()
-  await first
-  keep('the Idempotency-Key again with another body', await order({ petId: 8, quantity: 2 }, { 'idempotency-key': 'order-8-1' }))
-  keep('an order for a pet without an inventory entry', await order({ petId: 12, quantity: 1 }))
-  keep('an unknown order', await shop.request({ method: 'GET', url: '/v1/store/orders/42', headers: shopAuth }))
-  keep('a cursor the service did not give', await shop.request({ method: 'GET', url: '/v1/store/orders?cursor=not-a-cursor', headers: shopAuth }))
-
-  // Pet 12 with 9 in stock, open orders 41 (1 unit) and 42 (5 units): 3 left to reserve.
-  const twelve = await buildTestApp(t, { env: { ...env, SEED: 'false' } })
-  await twelve.store.importCatalogue({
-    pets: [{ id: 12, name: 'Pepper', photoUrls: [] }],
-    inventory: [{ petId: 12, quantity: 9 }],
-    orders: [
-      { id: 41, petId: 12, quantity: 1, shipDate: '2026-12-01T10:00:00.000Z', status: 'placed', complete: false },
-      { id: 42, petId: 12, quantity: 5, shipDate: '2026-12-02T09:30:00.000Z', status: 'placed', complete: false }
-    ]
-  })
-  const twelveAuth = { ...await twelve.authHeader('pro'), 'content-type': 'application/json' }
-  const send = (method: string, url: string, payload?: object) => twelve.request({ method, url, headers: twelveAuth, ...(payload === undefined ? {} : { payload }) })
-  keep('more than the stock left to reserve', await send('POST', '/v1/store/orders', { petId: 12, quantity: 5 }))
-  await send('PATCH', '/v1/inventory/12', { quantity: 2 })
-  keep('delivering more than the stock', await send('PATCH', '/v1/store/orders/42', { status: 'delivered' }))
-  await send('PATCH', '/v1/inventory/12', { quantity: 7 })
-  t.equal((await send('PATCH', '/v1/store/orders/42', { status: 'delivered' })).statusCode, 200, 'order 42 delivered')
-  keep('approving a delivered order', await send('PATCH', '/v1/store/orders/42', { status: 'approved' }))
-  keep('cancelling a delivered order', await send('DELETE', '/v1/store/orders/42'))
 
   // A Free key: 60 requests a minute, then rate_limited, and banned after 10 more past the limit.
   const free = await api.authHeader('free')

@@ -1,7 +1,13 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Response as InjectResponse } from 'light-my-request'
-import { handlers } from '../../handlers/index.js'
-import type { OperationHandler } from '../../src/http/operation-types.js'
-import type { TestApp } from './app.js'
+import pg from 'pg'
+import { projectRoot } from '../../src/paths.js'
+import type { Teardown, TestApp } from './app.js'
+import { adminQuery } from './postgres.js'
 
 export interface Order { id: number, petId: number, quantity: number, shipDate: string, status: 'placed' | 'approved' | 'delivered', complete: boolean }
 export interface Item { petId: number, quantity: number, status: 'available' | 'pending' | 'sold' }
@@ -36,32 +42,54 @@ export async function ordersOf (api: TestApp, headers: Record<string, string>, p
   return res.json()
 }
 
-/**
- * The real placeOrder handler, holding its first call until `open()` (later calls go straight
- * through): a request is then in progress for as long as a test needs. The idempotency rules
- * apply around the handler, so a repeat of that request meanwhile meets its key in progress.
- */
-export function heldPlaceOrder (): { handler: OperationHandler<'placeOrder'>, entered: Promise<void>, open: () => void } {
-  let open!: () => void
-  let enter!: () => void
-  const gate = new Promise<void>((resolve) => { open = resolve })
-  const entered = new Promise<void>((resolve) => { enter = resolve })
-  let calls = 0
-  const handler: OperationHandler<'placeOrder'> = async function (this: unknown, request, reply) {
-    if (calls++ === 0) {
-      enter()
-      await gate
-    }
-    return await handlers.placeOrder.call(this as never, request, reply)
-  }
-  return { handler, entered, open }
+/** A pet's inventory row held against every writer, until `release()`. */
+export interface HeldRow {
+  /** The PostgreSQL backend holding it (undefined on SQLite, where a whole file is locked). */
+  pid: number | undefined
+  release (): Promise<void>
 }
 
-/** The real placeOrder handler, whose first call fails with an unexpected error (a 500). */
-export function failingOncePlaceOrder (): OperationHandler<'placeOrder'> {
-  let calls = 0
-  return async function (this: unknown, request, reply) {
-    if (calls++ === 0) throw new Error('the storage fell over')
-    return await handlers.placeOrder.call(this as never, request, reply)
+/**
+ * Holds the inventory row of `petId` as another instance's open transaction would: on SQLite,
+ * another process holding the file's write lock; on PostgreSQL, a row lock (FOR UPDATE) in a
+ * transaction of another connection. Released in teardown at the latest.
+ */
+export async function holdInventoryRow (t: Teardown, databaseUrl: string, petId: number): Promise<HeldRow> {
+  if (databaseUrl.startsWith('sqlite:')) {
+    const child = spawn(process.execPath, [join(projectRoot, 'test', 'helpers', 'hold-write-lock.mjs'), databaseUrl.slice('sqlite:'.length), '600000'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const exited = once(child, 'exit')
+    t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+    await new Promise<void>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).on('line', (line) => { if (line === 'locked') resolve() })
+      void exited.then(([code]) => { reject(new Error(`the lock holder exited with ${String(code)}`)) })
+    })
+    // Killed, the holder's transaction rolls back and the lock is gone.
+    return { pid: undefined, release: async () => { if (child.exitCode === null && child.signalCode === null) { child.kill('SIGTERM'); await exited } } }
+  }
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'petstore-test-row-lock' })
+  await client.connect()
+  let open = true
+  const release = async () => {
+    if (!open) return
+    open = false
+    await client.query('COMMIT')
+    await client.end()
+  }
+  t.teardown(release)
+  await client.query('BEGIN')
+  const { rowCount } = await client.query('SELECT 1 FROM inventory WHERE pet_id = $1 FOR UPDATE', [petId])
+  if (rowCount !== 1) throw new Error(`no inventory row for pet ${petId} to hold`)
+  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
+  return { pid: rows[0]!.pid, release }
+}
+
+/** Waits (polling, at most 10 s) until a PostgreSQL backend is blocked by `pid`'s locks. */
+export async function untilBlockedBy (pid: number): Promise<void> {
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    const rows = await adminQuery<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])
+    if (Number(rows[0]!.n) > 0) return
+    if (Date.now() > deadline) throw new Error(`no backend blocked by ${pid} within 10 s`)
+    await sleep(5)
   }
 }
