@@ -52,6 +52,13 @@ t.test('the contract refuses a response that breaks a header rule of openapi.yam
   }
   refuses('GET', '/v1/pets/999', altered(missingPet, { headers: { sunset: '2027-06-30' } }), /header Sunset: 2027-06-30 does not match/, 'a Sunset that is not an HTTP-date')
 
+  // Link on listOrders is declared `required: false` (sent while more pages follow): it may be
+  // absent, but when present it must match its schema.
+  const orders = await api.request({ method: 'GET', url: '/v1/store/orders', headers: auth })
+  t.equal(orders.headers.link, undefined, 'a single page passes without Link')
+  refuses('GET', '/v1/store/orders', altered(orders, { headers: { link: '</v1/store/orders?cursor=AAAAAAAAAAI>; rel="prev"' } }), /header Link: .* does not match/, 'a Link that is not rel="next"')
+  refuses('GET', '/v1/store/orders', altered(orders, { headers: { etag: undefined } }), /missing header ETag/, 'the other headers are still required')
+
   const badUrl = await api.request({ method: 'GET', url: '/v1/pets/%E0%A4%A', headers: auth })
   t.equal(badUrl.statusCode, 400, 'a URL refused before routing passes without the route\'s headers')
   t.type(badUrl.headers['x-request-id'], 'string', 'but with its X-Request-Id')
