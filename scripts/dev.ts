@@ -94,10 +94,14 @@ async function restart (): Promise<void> {
   startTypecheck(header)
 }
 
+function failed (error: unknown): void {
+  report('the restart failed; save a file to try again', [String(error)])
+}
+
 function schedule (file: string): void {
   if (file === 'openapi.yaml') generateNext = true
   clearTimeout(pending)
-  pending = setTimeout(() => { busy = busy.then(restart) }, DEBOUNCE_MS)
+  pending = setTimeout(() => { busy = busy.then(restart).catch(failed) }, DEBOUNCE_MS)
 }
 
 // openapi.yaml through its directory: an editor often replaces the file rather than writing it.
@@ -118,4 +122,4 @@ const quit = async () => {
 process.on('SIGINT', () => { void quit() })
 process.on('SIGTERM', () => { void quit() })
 
-busy = busy.then(restart)
+busy = busy.then(restart).catch(failed)
