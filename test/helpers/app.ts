@@ -7,7 +7,7 @@ import app, { type AppOptions, serverOptions } from '../../src/app.js'
 import { type Config, loadConfig } from '../../src/config.js'
 import { issueApiKey } from '../../src/store/api-keys.js'
 import type { Store } from '../../src/store/types.js'
-import { checkResponse } from './contract.js'
+import { checkResponse, document } from './contract.js'
 import { createTestSchema } from './postgres.js'
 
 /** The part of a tap test the helpers need (teardown), so helpers stay independent of tap's types. */
@@ -58,7 +58,9 @@ export async function buildTestApp (t: Teardown, options: TestAppOptions = {}): 
   const config = loadConfig({ ...await throwawayDatabase(t, database, env), LOG_LEVEL: 'silent', ...env })
   const server = Fastify({ ...serverOptions(config), ...(logger === undefined ? {} : { logger }) })
   t.teardown(() => server.close())
-  await server.register(app, { ...appOptions, config })
+  // openapi.yaml as loaded once for this process (the contract check reads the same copy); the app
+  // only reads it, and a test may still give its own.
+  await server.register(app, { document, ...appOptions, config })
   await server.ready()
 
   const createKey = async (plan = 'free', limits?: { perMinute: number, perDay: number }) =>
