@@ -109,6 +109,14 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     t.same(await r.orders.cancel(b.outcome.order.id), { kind: 'invalid_transition', from: 'delivered' })
   })
 
+  t.test('place: ids come after every imported order', async (t) => {
+    const r = await setUp(t, factory)
+    await r.store.importCatalogue({ orders: [{ id: 40, petId: 1, quantity: 1, shipDate: SHIP, status: 'delivered', complete: true }] })
+    const placed = await r.orders.place({ petId: 1, quantity: 1, shipDate: SHIP })
+    if (placed.kind !== 'done' || placed.outcome.kind !== 'placed') throw new Error('not placed')
+    t.ok(placed.outcome.order.id > 40, `the first order placed after an import of order 40 is ${placed.outcome.order.id}`)
+  })
+
   t.test('page: in id order, filtered, with more while others follow', async (t) => {
     const r = await setUp(t, factory)
     for (const petId of [1, 2, 1, 1, 2]) await r.orders.place({ petId, quantity: 1, shipDate: SHIP })

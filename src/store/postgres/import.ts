@@ -40,6 +40,9 @@ export async function importCatalogue (run: Run, catalogue: Catalogue): Promise<
       orders.map((o) => o.status),
       orders.map((o) => o.complete)
     ])
+    // Orders placed later get ids past every imported one (the sequence never goes back: an id of
+    // a cancelled order is never given again).
+    await run(importSql.advanceOrderIds)
   }
   return { pets: catalogue.pets?.length ?? 0, inventory: catalogue.inventory?.length ?? 0, orders: catalogue.orders?.length ?? 0 }
 }

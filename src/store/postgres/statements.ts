@@ -46,5 +46,7 @@ export const importSql = {
   upsertOrders: `INSERT INTO orders (id, pet_id, quantity, ship_date, status, complete)
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::text[], $5::text[], $6::boolean[])
     ON CONFLICT (id) DO UPDATE SET pet_id = excluded.pet_id, quantity = excluded.quantity,
-      ship_date = excluded.ship_date, status = excluded.status, complete = excluded.complete`
+      ship_date = excluded.ship_date, status = excluded.status, complete = excluded.complete`,
+  advanceOrderIds: `SELECT setval(pg_get_serial_sequence('orders', 'id'),
+    GREATEST((SELECT COALESCE(MAX(id), 0) FROM orders), nextval(pg_get_serial_sequence('orders', 'id'))))`
 } as const
