@@ -110,7 +110,10 @@ export interface components {
              * @description Identifier of the animal the entry tracks
              */
             petId: number;
-            /** @description Current stock count */
+            /**
+             * Format: int32
+             * @description Current stock count
+             */
             quantity: number;
             status: components["schemas"]["PetStatus"];
         };
@@ -120,7 +123,10 @@ export interface components {
          *     }
          */
         InventoryUpdate: {
-            /** @description The new stock count */
+            /**
+             * Format: int32
+             * @description The new stock count
+             */
             quantity: number;
         };
         Category: {
@@ -167,7 +173,10 @@ export interface components {
             code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
-            /** @description The HTTP status code of the response */
+            /**
+             * Format: int32
+             * @description The HTTP status code of the response
+             */
             status: number;
         };
     };
@@ -518,7 +527,7 @@ export interface components {
     parameters: {
         /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
         PetId: number;
-        /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+        /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
         IfNoneMatch: string;
         /**
          * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
@@ -560,7 +569,7 @@ export interface operations {
                  * @example checkout-7f3a.2
                  */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
-                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -646,7 +655,7 @@ export interface operations {
                  * @example checkout-7f3a.2
                  */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
-                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -694,7 +703,7 @@ export interface operations {
                  * @example checkout-7f3a.2
                  */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
-                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
