@@ -68,6 +68,7 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   keep('Basic instead of Bearer', await api.request({ method: 'GET', url: '/v1/pets/1', headers: { authorization: 'Basic dXNlcjpwYXNz' } }))
   keep('an unknown key', await api.request({ method: 'GET', url: '/v1/pets/1', headers: { authorization: `Bearer psk_${'A'.repeat(43)}` } }))
   keep('a pet without an inventory entry', await api.request({ method: 'PATCH', url: '/v1/inventory/42', headers: json, payload: { quantity: 1 } }))
+  keep('an unknown pet', await api.request({ method: 'GET', url: '/v1/pets/12', headers: auth }))
   keep('DELETE on a GET-only path', await api.request({ method: 'DELETE', url: '/v1/inventory', headers: auth }))
   keep('a body over BODY_LIMIT', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: json, payload: `{"quantity":1}${' '.repeat(100)}` }))
   keep('a text/plain body', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"quantity":1}' }))
