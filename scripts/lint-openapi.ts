@@ -9,7 +9,8 @@
  *   405 also Allow; every response of a deprecated operation but its 405 (which answers another
  *   method) declares Deprecation, Sunset and Link;
  * - every operation takes the X-Request-Id header parameter, and never refuses it (not required,
- *   any string: the service replaces an id it does not keep);
+ *   any string, a maxLength only if Node refuses a longer request head first: the service
+ *   replaces an id it does not keep);
  * - HEAD: Fastify answers it on every GET route, so a GET operation's description says so, and a
  *   path with a GET has no head operation of its own (the second HEAD route would not start);
  * - deprecated operations carry x-deprecated-at and x-sunset; x-stability is experimental or beta;
@@ -17,6 +18,7 @@
  *   schema, as the service's own ajv (src/openapi/ajv.ts) judges it;
  * - every code of the Error schema has an example in a response carrying the Error body.
  */
+import { maxHeaderSize } from 'node:http'
 import { isAbsolute, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import SwaggerParser from '@apidevtools/swagger-parser'
@@ -71,6 +73,9 @@ function deprecatedVariant (path: string, method: string, status: string): strin
 
 /** The X-Request-Id parameter may only describe: the service keeps or replaces an id, never refuses one. */
 const describingKeys = new Set(['type', 'description', 'title', 'example'])
+/** A maxLength no shorter than a whole request head refuses nothing: Node answers 431 to a longer head first. */
+const neverBinding = (schema: Json) => schema.maxLength === undefined ||
+  (typeof schema.maxLength === 'number' && schema.maxLength >= maxHeaderSize)
 
 // Rules on operations and their responses, on the dereferenced document.
 let count = 0
@@ -89,8 +94,8 @@ for (const [path, item] of Object.entries(api.paths)) {
     if (requestId === undefined) {
       problems.push(`${where}: no X-Request-Id header parameter (every operation takes one: - $ref: '#/components/parameters/RequestId')`)
     } else if (requestId.required === true || !isObject(requestId.schema) || requestId.schema.type !== 'string' ||
-      Object.keys(requestId.schema).some((key) => !describingKeys.has(key))) {
-      problems.push(`${where}: the X-Request-Id parameter must accept any value (not required, schema { type: string } alone): an id the service does not keep is replaced, never refused`)
+      Object.keys(requestId.schema).some((key) => !describingKeys.has(key) && key !== 'maxLength') || !neverBinding(requestId.schema)) {
+      problems.push(`${where}: the X-Request-Id parameter must accept any value (not required, schema { type: string } alone, or with a maxLength of at least ${maxHeaderSize}, Node's whole request head): an id the service does not keep is replaced, never refused`)
     }
 
     if (method === 'get' && !/\bHEAD\b/.test(String(op.description ?? ''))) {

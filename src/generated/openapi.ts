@@ -203,39 +203,83 @@ export interface components {
          * @enum {string}
          */
         PetStatus: "available" | "pending" | "sold";
+        /**
+         * @example {
+         *       "petId": 12,
+         *       "quantity": 7,
+         *       "status": "available"
+         *     }
+         */
         InventoryItem: {
             /**
              * Format: int64
              * @description Identifier of the animal the entry tracks
              */
             petId: number;
-            /** @description Current stock count */
+            /**
+             * Format: int32
+             * @description Current stock count
+             */
             quantity: number;
             status: components["schemas"]["PetStatus"];
         };
         /**
          * @example {
-         *       "quantity": 12
+         *       "quantity": 7
          *     }
          */
         InventoryUpdate: {
-            /** @description The new stock count */
+            /**
+             * Format: int32
+             * @description The new stock count
+             */
             quantity: number;
         };
+        /**
+         * @example {
+         *       "id": 1,
+         *       "name": "Dogs"
+         *     }
+         */
         Category: {
             /** Format: int64 */
             id: number;
             name: string;
         };
+        /**
+         * @example {
+         *       "id": 1,
+         *       "name": "friendly"
+         *     }
+         */
         Tag: {
             /** Format: int64 */
             id: number;
             name: string;
         };
+        /**
+         * @example {
+         *       "id": 12,
+         *       "name": "Pepper",
+         *       "category": {
+         *         "id": 1,
+         *         "name": "Dogs"
+         *       },
+         *       "photoUrls": [
+         *         "https://images.petstore.example.com/pepper.jpg"
+         *       ],
+         *       "tags": [
+         *         {
+         *           "id": 1,
+         *           "name": "friendly"
+         *         }
+         *       ],
+         *       "status": "available"
+         *     }
+         */
         Pet: {
             /** Format: int64 */
             id: number;
-            /** @example doggie */
             name: string;
             category?: components["schemas"]["Category"];
             photoUrls: string[];
@@ -286,7 +330,10 @@ export interface components {
              * @description The pet to order; it must have an inventory entry
              */
             petId: number;
-            /** @description Units to reserve, at most the pet's stock not yet reserved by open orders */
+            /**
+             * Format: int32
+             * @description Units to reserve, at most the pet's stock not yet reserved by open orders
+             */
             quantity: number;
             /**
              * Format: date-time
@@ -314,7 +361,10 @@ export interface components {
             code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
-            /** @description The HTTP status code of the response */
+            /**
+             * Format: int32
+             * @description The HTTP status code of the response
+             */
             status: number;
         };
     };
@@ -331,7 +381,7 @@ export interface components {
             };
             content?: never;
         };
-        /** @description The body is unchanged since the client got the entity tag it sent in `If-None-Match`; no body; with the operation's `Deprecation`, `Sunset` and `Link` */
+        /** @description The body is unchanged since the client got the entity tag it sent in `If-None-Match`; no body */
         DeprecatedNotModified: {
             headers: {
                 ETag: components["headers"]["ETag"];
@@ -346,7 +396,7 @@ export interface components {
             };
             content?: never;
         };
-        /** @description A parameter or the body is malformed or invalid, or the query string has a parameter the operation does not declare. A URL that cannot be decoded, or a path parameter longer than the router accepts, is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
+        /** @description A parameter or the body is invalid, or the query string has a parameter the operation does not declare (an undecodable URL's 400 has `X-Request-Id` alone: see *Rate limits*) */
         BadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -682,7 +732,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A parameter or the body is malformed or invalid, or the query string has a parameter the operation does not declare; with the operation's `Deprecation`, `Sunset` and `Link`. A URL that cannot be decoded, or a path parameter longer than the router accepts, is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
+        /** @description A parameter or the body is invalid, or the query string has a parameter the operation does not declare (an undecodable URL's 400 has `X-Request-Id` alone: see *Rate limits*) */
         DeprecatedBadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -695,10 +745,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "invalid_request",
+                 *       "message": "body/quantity must be integer",
+                 *       "status": 400
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description API key missing, of another scheme, unknown or revoked; with the operation's `Deprecation`, `Sunset` and `Link` */
+        /** @description API key missing, of another scheme, unknown or revoked */
         DeprecatedUnauthorized: {
             headers: {
                 /** @description RFC 6750 challenge, e.g. `Bearer realm="petstore", error="invalid_token"` */
@@ -716,7 +773,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The requested resource could not be found; with the operation's `Deprecation`, `Sunset` and `Link` */
+        /** @description The requested resource could not be found */
         DeprecatedNotFound: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -729,10 +786,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "no pet with id 12",
+                 *       "status": 404
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Rate limit exceeded (`rate_limited`) or the key is temporarily banned (`api_key_banned`); with the operation's `Deprecation`, `Sunset` and `Link` */
+        /** @description Rate limit exceeded (`rate_limited`) or the key is temporarily banned (`api_key_banned`) */
         DeprecatedTooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -749,7 +813,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description An unexpected error, whose details are logged, never returned; with the operation's `Deprecation`, `Sunset` and `Link` */
+        /** @description An unexpected error, whose details are logged, never returned */
         DeprecatedInternalError: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -762,10 +826,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "internal_error",
+                 *       "message": "internal server error",
+                 *       "status": 500
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The storage is unreachable (or too many keys are being checked at once), retry after `Retry-After` seconds; with the operation's `Deprecation`, `Sunset` and `Link` */
+        /** @description The storage is unreachable (or too many keys are being checked at once), retry after `Retry-After` seconds */
         DeprecatedServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -779,6 +850,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "service_unavailable",
+                 *       "message": "storage is unavailable, retry later",
+                 *       "status": 503
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -791,14 +869,14 @@ export interface components {
         OrderId: number;
         /** @description A key of your own making that makes a retry safe (the rules are in the operation's description): 1 to 255 visible ASCII characters, no spaces, unique per order, such as a UUID. Sent again with the same body within 24 hours, it gets the first answer again instead of placing another order. */
         IdempotencyKey: string;
-        /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
-        PetId: number;
-        /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
-        IfNoneMatch: string;
         /**
-         * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-         * @example checkout-7f3a.2
+         * @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal.
+         * @example 12
          */
+        PetId: number;
+        /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
+        IfNoneMatch: string;
+        /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
         RequestId: string;
     };
     requestBodies: never;
@@ -809,15 +887,15 @@ export interface components {
         "Idempotent-Replayed": "true";
         /** @description RFC 8288 link to the next page, `rel="next"`: the same `status`, `petId` and `limit`, and an opaque `cursor`. Present while more orders follow; the last page has none. */
         NextLink: string;
-        /** @description Strong entity tag of the response body, derived from the body alone: equal bodies have equal tags on every instance, and a changed body gets a new tag. Treat it as opaque (it is 43 base64url characters today: the SHA-256 of the body, or for the inventory and order lists a SHA-256 over the SHA-256 digests of the list's chunks, so that a change re-hashes one chunk). A body sent in a content coding (`Content-Encoding: br` or `gzip`, for bodies of 1 KiB or more when `Accept-Encoding` allows, with `Vary: Accept-Encoding`) has a tag of its own, the same hash followed by `-br` or `-gzip`. Send it back in `If-None-Match` to get `304` while the body is unchanged. */
+        /** @description Strong tag of the body; send it in `If-None-Match` for a `304` while unchanged. */
         ETag: string;
-        /** @description The id of this request, also in every log line about it: the `X-Request-Id` the request carried when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`, otherwise a fresh UUID. */
+        /** @description The request's id (its own `X-Request-Id` when valid), also in the service's logs. */
         "X-Request-Id": string;
-        /** @description The request limit of the binding window (the window with the fewest requests left). */
+        /** @description Request limit of the binding window (the one with the fewest requests left). */
         "X-RateLimit-Limit": number;
         /** @description Requests left in the binding window after this one; 0 when refused with 429. */
         "X-RateLimit-Remaining": number;
-        /** @description Unix timestamp, in seconds, at which the binding window resets; during a ban (`api_key_banned`), the end of the ban. */
+        /** @description Unix time (seconds) when the binding window resets, or a ban ends. */
         "X-RateLimit-Reset": number;
         /** @description Whole seconds (rounded up) to wait before retrying. */
         "Retry-After": number;
@@ -825,7 +903,7 @@ export interface components {
         Deprecation: string;
         /** @description RFC 8594: the HTTP-date after which the operation answers 410. */
         Sunset: string;
-        /** @description A link with `rel="deprecation"` to the documentation of the operation. */
+        /** @description A link with `rel="deprecation"` to the operation's documentation. */
         DeprecationLink: string;
     };
     pathItems: never;
@@ -836,12 +914,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-                 * @example checkout-7f3a.2
-                 */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
-                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -876,14 +951,14 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-                 * @example checkout-7f3a.2
-                 */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
-                /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
+                /**
+                 * @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal.
+                 * @example 12
+                 */
                 petId: components["parameters"]["PetId"];
             };
             cookie?: never;
@@ -922,16 +997,16 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-                 * @example checkout-7f3a.2
-                 */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
-                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
-                /** @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal. */
+                /**
+                 * @description The ID of the pet, a whole number from 1 to 9007199254740991 (2^53 - 1, the largest integer a JSON client can represent exactly) written in plain decimal.
+                 * @example 12
+                 */
                 petId: components["parameters"]["PetId"];
             };
             cookie?: never;
@@ -979,12 +1054,9 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /**
-                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-                 * @example checkout-7f3a.2
-                 */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
-                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1040,10 +1112,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-                 * @example checkout-7f3a.2
-                 */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description A key of your own making that makes a retry safe (the rules are in the operation's description): 1 to 255 visible ASCII characters, no spaces, unique per order, such as a UUID. Sent again with the same body within 24 hours, it gets the first answer again instead of placing another order. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -1099,12 +1168,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-                 * @example checkout-7f3a.2
-                 */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
-                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. */
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -1156,10 +1222,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-                 * @example checkout-7f3a.2
-                 */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
@@ -1198,10 +1261,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request.
-                 * @example checkout-7f3a.2
-                 */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {

@@ -73,6 +73,9 @@ t.test('If-None-Match is read as RFC 9110 says: lists, W/ prefixes and * match; 
   t.equal(await status(tag.slice(1, -1)), 200, 'the tag without its quotes is no entity tag')
   t.equal(await status(''), 200, 'an empty header')
   t.equal(await status(`"${'x'.repeat(4000)}"`), 200, 'a long tag')
+  const tooLong = await api.request({ method: 'GET', url: '/v1/inventory', headers: { ...headers, 'if-none-match': `${tag}, "${'x'.repeat(4096)}"` } })
+  t.equal(tooLong.statusCode, 400, 'a header over the 4096 characters openapi.yaml allows is refused')
+  t.equal(tooLong.json().message, 'headers/if-none-match must NOT have more than 4096 characters', 'naming the header')
 
   const patch = await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...headers, 'content-type': 'application/json', 'if-none-match': '*' }, payload: { quantity: 3 } })
   t.equal(patch.statusCode, 200, 'If-None-Match does not stop a PATCH')

@@ -24,6 +24,11 @@ const FIRST_SCREEN = { width: 1280, height: 1800 }
 const FIRST_SCREEN_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-first-screen.png')
 const SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser.png')
 const RESPONSE_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-response.png')
+const OPERATION_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-operation.png')
+/** An expanded operation reads in two of these screens; the deprecated one, with ten responses, in two and a half. */
+const MAX_EXPANDED = 2.5 * FIRST_SCREEN.height
+
+interface OperationSpec { operationId?: string, tags?: string[], parameters?: Record<string, unknown>[] }
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium); the browser test of the docs page did not run`
 if (skip) t.comment(`skipped: ${skip}`)
 
@@ -110,8 +115,8 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
   t.same(await details.evaluateAll((all) => all.map((d) => (d as unknown as { open: boolean }).open)), Array<boolean>(await details.count()).fill(false), 'they start closed')
   mkdirSync(join(projectRoot, 'test-output'), { recursive: true })
   await page.screenshot({ path: FIRST_SCREEN_SCREENSHOT })
-  await details.filter({ hasText: 'Rate limits' }).locator('summary').click()
-  t.match(await details.filter({ hasText: 'Rate limits' }).innerText(), /api_key_banned/, 'a section opens with its rules')
+  await details.filter({ has: page.locator('summary', { hasText: 'Rate limits' }) }).locator('summary').click()
+  t.match(await details.filter({ has: page.locator('summary', { hasText: 'Rate limits' }) }).innerText(), /api_key_banned/, 'a section opens with its rules')
 
   // The running instance, as a plain address (no variable to fill in).
   t.match(await page.locator('.swagger-ui .servers select option').first().innerText(), `${baseUrl}/v1`, 'the first server is this instance')
@@ -152,9 +157,44 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
   t.match(body, /"petId": 1/, 'the rendered body is the inventory')
   t.match(await operation.locator('.request-url').innerText(), new RegExp(`${baseUrl}/v1/inventory`), 'the request went to this instance (HOST:PORT, the default PUBLIC_BASE_URL)')
 
+  const snippet = await operation.locator('.request-snippets').innerText()
+  t.match(snippet, /curl -X 'GET'/, 'a ready curl command for the call made')
+  t.ok(snippet.includes(`'${baseUrl}/v1/inventory'`), 'to this instance')
+  t.match(snippet, /Authorization: Bearer psk_/, 'with the key')
+  t.notMatch(snippet, /X-Request-Id|If-None-Match/i, 'and no optional header nobody filled in')
+
+  // Every operation of the document, expanded: its height, the inputs "Try it out" starts from, its examples.
+  const limits = /9007199254740991|2147483647/
+  for (const [path, item] of Object.entries(document.resolved.paths as Record<string, Record<string, OperationSpec>>)) {
+    for (const [method, spec] of Object.entries(item)) {
+      if (typeof spec.operationId !== 'string') continue
+      const id = `${spec.tags?.[0] ?? 'default'}-${spec.operationId}`
+      const block = page.locator(`#operations-${id}`)
+      if (!(await block.locator('.opblock-body').isVisible())) await block.locator('.opblock-summary').first().click()
+      await block.locator('.responses-wrapper').waitFor()
+      const height = (await block.boundingBox())?.height ?? Infinity
+      t.ok(height <= MAX_EXPANDED, `${method.toUpperCase()} ${path} expanded is ${Math.round(height)} px tall, at most ${MAX_EXPANDED}`)
+      const examples = await block.locator('tr.response .example').allInnerTexts()
+      t.ok(examples.length > 0 && examples.every((text) => !limits.test(text)), `${spec.operationId}: no example shows a schema's limit`)
+      if (await block.locator('button.try-out__btn.cancel').count() === 0) await block.locator('button.try-out__btn').click()
+      for (const parameter of spec.parameters ?? []) {
+        const input = block.locator(`tr[data-param-name="${parameter.name}"][data-param-in="${parameter.in}"] input`)
+        const expected = parameter.required === true && parameter.example !== undefined ? String(parameter.example) : ''
+        t.equal(await input.inputValue(), expected, `${spec.operationId}: "Try it out" starts ${parameter.name} ${expected === '' ? 'empty' : `at its example ${expected}`}`)
+      }
+    }
+  }
+  const shown = async (selector: string) => JSON.parse(await page.locator(selector).first().innerText()) as unknown
+  t.same(await shown('#operations-Inventory-listInventory tr.response[data-code="200"] .example'), [{ petId: 12, quantity: 7, status: 'available' }], 'the inventory example: pet 12 with 7 in stock')
+  t.same(JSON.parse(await page.locator('#operations-Inventory-updateInventory textarea.body-param__text').inputValue()), { quantity: 7 }, '"Try it out" starts the update from its example, 7 in stock')
+  t.match(await shown('#operations-Pets-getPetById tr.response[data-code="200"] .example'), { id: 12, name: 'Pepper' }, 'the pet example is pet 12')
+  t.match(await shown('#operations-Store-listOrders tr.response[data-code="200"] .example'), [{ petId: 12, quantity: 2, status: 'placed' }], 'an order of 2 of pet 12')
+  t.match(await shown('#operations-Pets-getPetById tr.response[data-code="404"] .example'), { code: 'not_found', status: 404 }, 'a deprecated operation\'s error shows the Error example, not one made up from the schema')
+  await page.locator('#operations-Pets-getPetById').screenshot({ path: OPERATION_SCREENSHOT })
+
   await page.screenshot({ path: SCREENSHOT, fullPage: true })
   await response.screenshot({ path: RESPONSE_SCREENSHOT })
-  t.comment(`screenshots: ${FIRST_SCREEN_SCREENSHOT} (the first screen), ${SCREENSHOT} (whole page), ${RESPONSE_SCREENSHOT} (the live response)`)
+  t.comment(`screenshots: ${FIRST_SCREEN_SCREENSHOT} (the first screen), ${SCREENSHOT} (whole page), ${RESPONSE_SCREENSHOT} (the live response), ${OPERATION_SCREENSHOT} (getPetById expanded)`)
   t.same(problems, [], 'no CSP violation, script error or failed request on the page')
 
   // After a reload the key is gone: nothing kept it.

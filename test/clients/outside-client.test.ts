@@ -1,0 +1,142 @@
+/**
+ * A client written by others, as docs/clients.md tells a partner to write one: a live server
+ * process serves /openapi.json; openapi-typescript generates types from it; the program in
+ * outside-client/main.ts (openapi-fetch) is compiled beside them with `tsc --strict`, run against
+ * the server, and what it got is checked here: the status of every call is one the document
+ * declares for the operation, every body is valid against that response's schema and equal to
+ * what the server sends a plain request, the headers the response declares are there and valid,
+ * and every operation of the served document is called.
+ */
+import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../../src/openapi/ajv.js'
+import { projectRoot } from '../../src/paths.js'
+import { tempDir } from '../helpers/app.js'
+import { run } from '../helpers/cli.js'
+import { keyInDatabase } from '../helpers/keys.js'
+import { startServer } from '../helpers/server-process.js'
+
+type Json = Record<string, unknown>
+interface Call { what: string, status: number, data?: unknown, error?: unknown, headers: Record<string, string> }
+interface Report { operations: Record<string, Call[]>, descriptions: string[] }
+
+const bin = (name: string) => join(projectRoot, 'node_modules', '.bin', name)
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'])
+
+t.test('a client generated from the served /openapi.json calls every operation and gets what its types say', async (t) => {
+  const dir = tempDir(t)
+  const databaseUrl = `sqlite:${join(dir, 'outside.db')}`
+  const { secret: key } = await keyInDatabase(databaseUrl, 'outside client')
+  // One request a day: its second is over the limit whatever the time.
+  const { secret: tinyKey } = await keyInDatabase(databaseUrl, 'outside client, tiny', 'enterprise', { perMinute: 1, perDay: 1 })
+  const server = await startServer(t, { DATABASE_URL: databaseUrl })
+  const served = await (await fetch(`${server.baseUrl}/openapi.json`)).json() as Json & { paths: Record<string, Record<string, Json>> }
+
+  // What a partner does: the document as served, its types, the program, tsc --strict.
+  const program = join(dir, 'client')
+  mkdirSync(program)
+  writeFileSync(join(program, 'openapi.json'), JSON.stringify(served))
+  const generated = await run(bin('openapi-typescript'), [join(program, 'openapi.json'), '-o', join(program, 'schema.d.ts')], {})
+  t.equal(generated.code, 0, `openapi-typescript generates the types ${generated.stderr}`)
+  copyFileSync(join(projectRoot, 'test', 'clients', 'outside-client', 'main.ts'), join(program, 'main.ts'))
+  writeFileSync(join(program, 'package.json'), JSON.stringify({ type: 'module', private: true }))
+  symlinkSync(join(projectRoot, 'node_modules'), join(program, 'node_modules'), 'dir')
+  writeFileSync(join(program, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { strict: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2023', 'DOM'], types: ['node'], outDir: 'out' },
+    files: ['main.ts', 'schema.d.ts']
+  }))
+  const compiled = await run(bin('tsc'), ['-p', program], {})
+  t.equal(compiled.code, 0, `tsc --strict compiles the program against the generated types ${compiled.stdout}`)
+  if (compiled.code !== 0) return
+
+  // Plain requests first, to compare bodies with (the program writes only after reading these).
+  const authorization = { authorization: `Bearer ${key}` }
+  const plain = async (path: string) => await (await fetch(`${server.baseUrl}/v1${path}`, { headers: authorization })).json() as unknown
+  const inventory = await plain('/inventory') as Json[]
+  const pet = await plain('/pets/1')
+  const orders = await plain('/store/orders') as Json[]
+
+  const ran = await run(process.execPath, [join(program, 'out', 'main.js'), server.baseUrl, key, tinyKey], {})
+  t.equal(ran.code, 0, `the program runs to its end ${ran.stderr}`)
+  const report = JSON.parse(ran.stdout) as Report
+
+  // Every operation of the served document is called, and each call is one the document declares.
+  const ajv = createDocumentAjv(served)
+  const operations = new Map<string, Json>()
+  for (const item of Object.values(served.paths)) {
+    for (const [method, operation] of Object.entries(item)) if (HTTP_METHODS.has(method)) operations.set(String(operation.operationId), operation)
+  }
+  t.same([...Object.keys(report.operations)].sort(), [...operations.keys()].sort(), 'the program calls every operation of the served document')
+  /** What a $ref points to, with its JSON pointer in the served document (for ajv, which resolves the $refs inside). */
+  const resolve = (value: Json, pointer: string): [Json, string] => typeof value.$ref === 'string'
+    ? resolve(value.$ref.slice(2).split('/').reduce<Json>((node, part) => node[part.replaceAll('~1', '/').replaceAll('~0', '~')] as Json, served), value.$ref.slice(1))
+    : [value, pointer]
+  const validator = (pointer: string) => ajv.getSchema(`${DOCUMENT_SCHEMA_ID}#${pointer}`)!
+  const pathOf = new Map<string, string>()
+  for (const [path, item] of Object.entries(served.paths)) {
+    for (const [method, operation] of Object.entries(item)) if (HTTP_METHODS.has(method)) pathOf.set(String(operation.operationId), `/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/${method}`)
+  }
+  for (const [operationId, calls] of Object.entries(report.operations)) {
+    const responses = operations.get(operationId)?.responses as Record<string, Json> | undefined
+    for (const call of calls) {
+      const what = `${operationId}, ${call.what}: ${call.status}`
+      const declared = responses?.[String(call.status)]
+      if (declared === undefined) { t.fail(`${what} is not a response the document declares`); continue }
+      const [response, at] = resolve(declared, `${pathOf.get(operationId)!}/responses/${call.status}`)
+      const schema = (response.content as Record<string, { schema: Json }> | undefined)?.['application/json']?.schema
+      const body = call.status < 300 ? call.data : call.error
+      if (schema === undefined) {
+        t.equal(body, undefined, `${what}: no body, and the client says none (data and error undefined, as typed)`)
+      } else {
+        const validate = validator(`${at}/content/application~1json/schema`)
+        t.ok(validate(body), `${what}: the body the client returns is valid against the response's schema ${ajv.errorsText(validate.errors)}`)
+        t.equal(call.status < 300 ? call.error : call.data, undefined, `${what}: the other of data and error is undefined`)
+      }
+      for (const [name, header] of Object.entries((response.headers ?? {}) as Record<string, Json>)) {
+        const value = call.headers[name.toLowerCase()]
+        const [definition, headerAt] = resolve(header, `${at}/headers/${name}`)
+        const parsed = (definition.schema as Json).type === 'integer' && value !== undefined && /^-?[0-9]+$/.test(value) ? Number(value) : value
+        const validate = validator(`${headerAt}/schema`)
+        t.ok(value !== undefined && validate(parsed), `${what}: header ${name} is there and valid (${String(value)})`)
+      }
+    }
+  }
+
+  // What each call got.
+  const got = (operationId: string, what: string): Call => {
+    const call = report.operations[operationId]?.find((c) => c.what === what)
+    if (call === undefined) throw new Error(`the program made no call "${what}" of ${operationId}`)
+    return call
+  }
+  const updated = { petId: 1, quantity: 7, status: 'available' }
+  const expected: [string, string, number, unknown][] = [
+    ['listInventory', 'the list', 200, inventory],
+    ['listInventory', 'If-None-Match with its ETag', 304, undefined],
+    ['listInventory', 'an If-None-Match over 4096 characters', 400, { code: 'invalid_request', message: 'headers/if-none-match must NOT have more than 4096 characters', status: 400 }],
+    ['listInventory', 'an unknown key', 401, { code: 'unauthorized', message: 'invalid or revoked API key', status: 401 }],
+    ['listInventory', 'a key\'s one request of the day', 200, inventory.map((item) => item.petId === 1 ? updated : item)],
+    ['getPetById', 'pet 1', 200, pet],
+    ['getPetById', 'If-None-Match with its ETag', 304, undefined],
+    ['getPetById', 'an unknown pet', 404, { code: 'not_found', message: 'no pet with id 999999', status: 404 }],
+    ['listOrders', 'the list', 200, orders],
+    ['listOrders', 'If-None-Match with its ETag', 304, undefined],
+    ['updateInventory', 'pet 1 to 7 in stock', 200, updated],
+    ['updateInventory', 'a negative quantity', 400, { code: 'invalid_request', message: 'body/quantity must be >= 0', status: 400 }],
+    ['updateInventory', 'a pet without an inventory entry', 404, { code: 'not_found', message: 'no inventory entry for pet 999999', status: 404 }]
+  ]
+  for (const [operationId, what, status, body] of expected) {
+    const call = got(operationId, what)
+    t.equal(call.status, status, `${operationId}, ${what}: ${status}`)
+    t.same(status < 300 ? call.data : call.error, body, `${operationId}, ${what}: every field as expected`)
+  }
+  const over = got('listInventory', 'the next request, over the limit')
+  t.equal(over.status, 429, 'over the limit: 429')
+  t.match(over.error, { code: 'rate_limited', status: 429 }, 'rate_limited, in the Error body the types promise')
+  t.ok(Number(over.headers['retry-after']) >= 1, 'with Retry-After in seconds')
+  t.equal(Object.values(report.operations).flat().length, expected.length + 1, 'and no call goes unchecked')
+
+  // The program used every field as its type says (a lying type would have thrown there).
+  t.equal(report.descriptions.length, inventory.length + 1 + 1 + orders.length + 1 + 1 + 1, 'every body went through the typed code')
+  t.equal(await server.stop('SIGTERM'), 0, 'the server stops cleanly')
+})
