@@ -1,3 +1,5 @@
+import { closeSync } from 'node:fs'
+import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
@@ -16,8 +18,26 @@ const isStorageError = (error: unknown) => {
     (typeof code === 'string' && /^(SQLITE_|ECONNREFUSED|ENOTFOUND|EACCES|ENOENT|3D000|28)/.test(code))
 }
 
+/**
+ * Node restores the terminal's settings of stdin, stdout and stderr on exit and aborts when that
+ * fails, which it does once the terminal has gone (hang-up: EIO): the process would then crash
+ * instead of exiting with its status. A descriptor that was a terminal and no longer is one is
+ * closed just before exit, so Node skips it.
+ */
+function releaseLostTerminal () {
+  const wasTerminal = [0, 1, 2].map((fd) => isatty(fd))
+  if (!wasTerminal.includes(true)) return
+  process.on('exit', () => {
+    for (const fd of [0, 1, 2]) {
+      if (!wasTerminal[fd] || isatty(fd)) continue
+      try { closeSync(fd) } catch { /* already closed */ }
+    }
+  })
+}
+
 /** Reads the configuration, builds and registers the app, listens, and drains on SIGTERM/SIGINT. */
 async function main () {
+  releaseLostTerminal()
   let config
   try {
     config = loadConfig()
@@ -37,7 +57,10 @@ async function main () {
     server.log.error({ err: error }, 'start-up failed')
     startupFailed(isStorageError(error) ? databaseFailure(error, config.databaseUrl) : (error as Error).message)
   }
-  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  // A native fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE) must end the process at once: with a
+  // JavaScript listener the kernel returns to the faulting instruction, which faults again forever.
+  // SIGABRT and SIGTRAP come from abort() and debuggers; their default action is the right one too.
+  closeWithGrace({ delay: 10_000, skip: ['SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGABRT', 'SIGTRAP'] }, async ({ signal, err }) => {
     if (err) server.log.error({ err }, 'closing after an uncaught error')
     else server.log.info({ signal }, 'draining in-flight requests, then closing')
     await server.close()
