@@ -59,8 +59,17 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
-    // Node would refuse a request without Host itself, with an empty body: http-protocol.ts does.
-    http: { requireHostHeader: false },
+    // A request's headers and body must all arrive within REQUEST_TIMEOUT_MS; Node answers a late
+    // one through clientError (408, error-handling.ts). Node checks every 30 s by default, far
+    // too coarse for a 30 s limit: here every tenth of it, at most once a second.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      // Node would refuse a request without Host itself, with an empty body: http-protocol.ts does.
+      requireHostHeader: false,
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(config.requestTimeoutMs / 10)))
+    },
     return503OnClosing: false
   }
 }

@@ -32,6 +32,10 @@ export interface Config {
   metricsHost: string
   /** Swagger UI keeps a key pasted into Authorize in the browser's storage. */
   docsPersistAuthorization: boolean
+  /** Longest a request's headers and body may take to arrive before it is answered 408. */
+  requestTimeoutMs: number
+  /** Longest SIGTERM/SIGINT may take: in-flight requests drain, then remaining connections are closed. */
+  shutdownTimeoutMs: number
 }
 
 export class ConfigError extends Error {
@@ -60,6 +64,8 @@ interface Env {
   METRICS_PORT?: number
   METRICS_HOST: string
   DOCS_PERSIST_AUTHORIZATION: 'true' | 'false'
+  REQUEST_TIMEOUT_MS: number
+  SHUTDOWN_TIMEOUT_MS: number
 }
 
 const schema = {
@@ -84,7 +90,9 @@ const schema = {
     CORS_ORIGINS: { type: 'string', format: 'cors-origins' },
     METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     METRICS_HOST: { type: 'string', pattern: '^\\S+$', default: '127.0.0.1' },
-    DOCS_PERSIST_AUTHORIZATION: { type: 'string', enum: ['true', 'false'], default: 'false' }
+    DOCS_PERSIST_AUTHORIZATION: { type: 'string', enum: ['true', 'false'], default: 'false' },
+    REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 30000 },
+    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 }
   }
 }
 
@@ -232,6 +240,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: v.CORS_ORIGINS === undefined ? undefined : v.CORS_ORIGINS.trim() === '*' ? '*' : corsOriginList(v.CORS_ORIGINS),
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
-    docsPersistAuthorization: v.DOCS_PERSIST_AUTHORIZATION === 'true'
+    docsPersistAuthorization: v.DOCS_PERSIST_AUTHORIZATION === 'true',
+    requestTimeoutMs: v.REQUEST_TIMEOUT_MS,
+    shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS
   }
 }

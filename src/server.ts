@@ -60,10 +60,23 @@ async function main () {
   // A native fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE) must end the process at once: with a
   // JavaScript listener the kernel returns to the faulting instruction, which faults again forever.
   // SIGABRT and SIGTRAP come from abort() and debuggers; their default action is the right one too.
-  closeWithGrace({ delay: 10_000, skip: ['SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGABRT', 'SIGTRAP'] }, async ({ signal, err }) => {
+  const fatal = ['SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGABRT', 'SIGTRAP'] as const
+  const { shutdownTimeoutMs } = config
+  closeWithGrace({ delay: shutdownTimeoutMs, skip: [...fatal] }, async ({ signal, err }) => {
     if (err) server.log.error({ err }, 'closing after an uncaught error')
     else server.log.info({ signal }, 'draining in-flight requests, then closing')
-    await server.close()
+    // Closing stops accepting and ends idle connections at once; requests under way get three
+    // quarters of SHUTDOWN_TIMEOUT_MS. A client that is still sending (or not reading) then loses
+    // its connection, unanswered, so storage closes and the process exits 0 in time.
+    const force = setTimeout(() => {
+      server.log.warn({ shutdownTimeoutMs }, 'closing the connections still open after three quarters of SHUTDOWN_TIMEOUT_MS')
+      server.server.closeAllConnections()
+    }, Math.floor(shutdownTimeoutMs * 0.75))
+    try {
+      await server.close()
+    } finally {
+      clearTimeout(force)
+    }
   })
 
   try {

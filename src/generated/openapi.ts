@@ -164,7 +164,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
             /** @description The HTTP status code of the response */
@@ -272,6 +272,22 @@ export interface components {
                  *       "code": "gone",
                  *       "message": "GET /pets/{petId} was retired on Wed, 30 Jun 2027 00:00:00 GMT; see <https://api.petstore.example.com/docs#/Pets/getPetById>; rel=\"deprecation\"; type=\"text/html\"",
                  *       "status": 410
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request's headers and body did not all arrive within the server's time limit (`REQUEST_TIMEOUT_MS`, 30 s by default). The connection answers it, before any operation is chosen, then closes: so it is listed under no operation, carries none of the headers an operation's responses carry, and is neither counted nor rate-limited. */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "request_timeout",
+                 *       "message": "the request did not arrive in time: send its headers and body without pausing",
+                 *       "status": 408
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
