@@ -1,9 +1,11 @@
+import { once } from 'node:events'
 import { closeSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
-import { ConfigError, defaultPublicBaseUrl, loadConfig } from './config.js'
+import { type Config, ConfigError, defaultPublicBaseUrl, loadConfig } from './config.js'
 import { databaseFailure, ensureDemoKey } from './startup.js'
 
 /** One line on stderr saying what failed and what to check; the JSON log line carries the details. */
@@ -35,6 +37,24 @@ function releaseLostTerminal () {
   })
 }
 
+/**
+ * PORT=0: the port is chosen now, before the app is built, because the document's `servers`, the
+ * `Link` headers and the docs page's policy are made from PUBLIC_BASE_URL, which defaults to
+ * http://HOST:PORT. The port is taken from a listener the system gives a free one, closed again
+ * just before the server listens on it.
+ */
+async function choosePort (config: Config): Promise<Config> {
+  if (config.port !== 0) return config
+  const probe = createServer()
+  probe.listen(0, config.host)
+  await once(probe, 'listening')
+  const { port } = probe.address() as { port: number }
+  probe.close()
+  await once(probe, 'close')
+  const publicBaseUrl = config.publicBaseUrl === defaultPublicBaseUrl(config.host, 0) ? defaultPublicBaseUrl(config.host, port) : config.publicBaseUrl
+  return { ...config, port, publicBaseUrl }
+}
+
 /** Reads the configuration, builds and registers the app, listens, and drains on SIGTERM/SIGINT. */
 async function main () {
   releaseLostTerminal()
@@ -49,6 +69,11 @@ async function main () {
     throw error
   }
 
+  try {
+    config = await choosePort(config)
+  } catch (error) {
+    startupFailed(`cannot listen on ${config.host}: ${(error as Error).message} (check HOST)`)
+  }
   const server = Fastify(serverOptions(config))
   try {
     await server.register(app, { config })
@@ -108,11 +133,7 @@ async function main () {
           : `cannot listen on ${at} for metrics: ${(error as Error).message}`)
     }
   }
-  // PORT=0 (any free port) with no PUBLIC_BASE_URL: only now is the instance's address known.
-  const listened = config.port === 0 && config.publicBaseUrl === defaultPublicBaseUrl(config.host, 0)
-    ? defaultPublicBaseUrl(config.host, (server.server.address() as { port: number }).port)
-    : config.publicBaseUrl
-  const docsUrl = `${listened}/docs`
+  const docsUrl = `${config.publicBaseUrl}/docs`
   const demoKey = await ensureDemoKey(server.store, config)
   if (demoKey) {
     server.log.info({ docs: docsUrl, demoApiKey: demoKey }, `Pet Store API ready. Docs: ${docsUrl} — demo API key (shown once): ${demoKey}`)
