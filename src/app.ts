@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { isNotImplemented } from './http/not-implemented.js'
 import type { HandlerMap } from './http/operation-types.js'
 import { formatValidationErrors } from './http/json-body.js'
+import { strictJsonParser } from './http/json-parser.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
 import { loggerOptions } from './logger.js'
 import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
@@ -94,6 +95,8 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   fastify.setSerializerCompiler(serializerCompiler)
   // Only JSON bodies are accepted; anything else is 415 rather than a string that fails validation.
   fastify.removeContentTypeParser('text/plain')
+  fastify.removeContentTypeParser('application/json')
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, strictJsonParser(fastify))
 
   await fastify.register(securityHeaders)
   await fastify.register(compress)

@@ -199,7 +199,7 @@ export interface components {
             };
             content?: never;
         };
-        /** @description A parameter or the body is malformed or invalid, or the query string has a parameter the operation does not declare. A URL that cannot be decoded, or a path parameter longer than the router accepts, is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
+        /** @description A parameter or the body is malformed or invalid (a JSON body also when it is not UTF-8 or repeats a member name), the query string has a parameter the operation does not declare, or the request breaks HTTP's rules (`Host` missing, repeated or invalid; `Authorization` sent twice). A URL that cannot be decoded, or a path parameter longer than the router accepts, is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
         BadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -313,7 +313,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request body is not application/json */
+        /** @description The request body is not application/json, or has a Content-Encoding */
         UnsupportedMediaType: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
