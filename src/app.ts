@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { isNotImplemented } from './http/not-implemented.js'
 import type { HandlerMap } from './http/operation-types.js'
 import { formatValidationErrors } from './http/json-body.js'
+import { strictJsonParser } from './http/json-parser.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
 import { loggerOptions } from './logger.js'
 import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
@@ -62,8 +63,17 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
-    // Node would refuse a request without Host itself, with an empty body: http-protocol.ts does.
-    http: { requireHostHeader: false },
+    // A request's headers and body must all arrive within REQUEST_TIMEOUT_MS; Node answers a late
+    // one through clientError (408, error-handling.ts). Node checks every 30 s by default, far
+    // too coarse for a 30 s limit: here every tenth of it, at most once a second.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      // Node would refuse a request without Host itself, with an empty body: http-protocol.ts does.
+      requireHostHeader: false,
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(config.requestTimeoutMs / 10)))
+    },
     return503OnClosing: false
   }
 }
@@ -88,6 +98,8 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   fastify.setSerializerCompiler(serializerCompiler)
   // Only JSON bodies are accepted; anything else is 415 rather than a string that fails validation.
   fastify.removeContentTypeParser('text/plain')
+  fastify.removeContentTypeParser('application/json')
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, strictJsonParser(fastify))
 
   await fastify.register(securityHeaders)
   await fastify.register(compress)

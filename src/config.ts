@@ -32,6 +32,10 @@ export interface Config {
   metricsHost: string
   /** Swagger UI keeps a key pasted into Authorize in the browser's storage. */
   docsPersistAuthorization: boolean
+  /** Longest a request's headers and body may take to arrive before it is answered 408. */
+  requestTimeoutMs: number
+  /** Longest SIGTERM/SIGINT may take: in-flight requests drain, then remaining connections are closed. */
+  shutdownTimeoutMs: number
 }
 
 export class ConfigError extends Error {
@@ -60,6 +64,8 @@ interface Env {
   METRICS_PORT?: number
   METRICS_HOST: string
   DOCS_PERSIST_AUTHORIZATION: 'true' | 'false'
+  REQUEST_TIMEOUT_MS: number
+  SHUTDOWN_TIMEOUT_MS: number
 }
 
 const schema = {
@@ -68,10 +74,10 @@ const schema = {
     NODE_ENV: { type: 'string', default: 'development' },
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
     HOST: { type: 'string', pattern: '^\\S+$', default: '127.0.0.1' },
-    DATABASE_URL: { type: 'string', pattern: '^(sqlite:.+|postgres(ql)?://.+)$', default: 'sqlite:./data/petstore.db' },
+    DATABASE_URL: { type: 'string', pattern: '^(sqlite:.+|postgres(ql)?://.+)$', format: 'database-url', default: 'sqlite:./data/petstore.db' },
     DATABASE_POOL_MAX: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     DATABASE_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
-    REDIS_URL: { type: 'string', pattern: '^rediss?://.+' },
+    REDIS_URL: { type: 'string', pattern: '^rediss?://.+', format: 'redis-url' },
     REDIS_KEY_PREFIX: { type: 'string', minLength: 1, maxLength: 200, default: 'petstore:ratelimit:' },
     REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 500 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
@@ -84,11 +90,14 @@ const schema = {
     CORS_ORIGINS: { type: 'string', format: 'cors-origins' },
     METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     METRICS_HOST: { type: 'string', pattern: '^\\S+$', default: '127.0.0.1' },
-    DOCS_PERSIST_AUTHORIZATION: { type: 'string', enum: ['true', 'false'], default: 'false' }
+    DOCS_PERSIST_AUTHORIZATION: { type: 'string', enum: ['true', 'false'], default: 'false' },
+    REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 30000 },
+    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 }
   }
 }
 
 const variables = Object.keys(schema.properties)
+const integerVariables = Object.entries(schema.properties).filter(([, property]) => property.type === 'integer').map(([name]) => name)
 
 /** Variables holding an address that may carry a password: their values are echoed only masked. */
 const urlVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL'])
@@ -117,6 +126,24 @@ function isProxyEntry (entry: string): boolean {
   return prefix !== undefined && prefix >= 1 && prefix <= max
 }
 
+/** A URL the WHATWG parser reads (pg reads its addresses with it). */
+function parsedUrl (text: string): URL | undefined {
+  try {
+    return new URL(text)
+  } catch {
+    return undefined
+  }
+}
+
+/** sqlite:PATH, or a postgres:// address that parses (a numeric port, say). */
+const isDatabaseUrl = (text: string) => text.startsWith('sqlite:') || parsedUrl(text) !== undefined
+
+/** A redis(s):// address that parses, with a host, whose path is empty or a database index. */
+function isRedisUrl (text: string): boolean {
+  const url = parsedUrl(text)
+  return url !== undefined && url.hostname !== '' && /^(\/(\d{1,5})?)?$/.test(url.pathname)
+}
+
 const isTrustProxy = (text: string) =>
   text === 'true' || text === 'false' || text.split(',').every((entry) => isProxyEntry(entry.trim()))
 
@@ -140,15 +167,19 @@ const ajv = new Ajv({
   removeAdditional: true,
   useDefaults: true,
   coerceTypes: true,
-  formats: { 'trust-proxy': isTrustProxy, 'cors-origins': isCorsOrigins }
+  formats: { 'trust-proxy': isTrustProxy, 'cors-origins': isCorsOrigins, 'database-url': isDatabaseUrl, 'redis-url': isRedisUrl }
 })
 
 /** What a valid value looks like, where ajv's own words ("must match pattern …") would not say. */
 const describe: Record<string, (value: string) => string> = {
   HOST: () => 'must be an address or host name without spaces',
   METRICS_HOST: () => 'must be an address or host name without spaces',
-  DATABASE_URL: () => 'must be sqlite:PATH or postgres://…',
-  REDIS_URL: () => 'must be redis://… or rediss://…',
+  DATABASE_URL: (value) => /^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(value)
+    ? 'must be an address that parses: postgres://[user[:password]@]host[:port]/database (a numeric port; percent-encode special characters)'
+    : 'must be sqlite:PATH or postgres://…',
+  REDIS_URL: (value) => /^rediss?:\/\/.+/.test(value)
+    ? 'must be an address that parses: redis://[[user]:password@]host[:port][/db] (a numeric port and database index; percent-encode special characters)'
+    : 'must be redis://… or rediss://…',
   PUBLIC_BASE_URL: () => 'must be an http(s) address without a trailing slash',
   TRUST_PROXY: (value) => /^\d+$/.test(value.trim())
     ? 'is a hop count, which is not accepted (a count cannot check who the proxy is): list the proxies\' addresses or CIDRs instead, e.g. TRUST_PROXY=10.0.0.0/8'
@@ -203,6 +234,13 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     const value = env[name]
     if (value !== undefined && value !== '') given[name] = value
   }
+  // ajv's coercion reads text as JavaScript does: 0x10 would be 16 and 1e3 1000.
+  for (const name of integerVariables) {
+    const value = given[name]
+    if (value !== undefined && !/^(0|[1-9]\d*)$/.test(value)) {
+      throw new ConfigError(`Invalid configuration: ${name} must be a whole number in plain decimal digits (got ${JSON.stringify(value)})`)
+    }
+  }
   let v: Env
   try {
     v = envSchema<Env>({ schema, data: given, env: false, ajv })
@@ -232,6 +270,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: v.CORS_ORIGINS === undefined ? undefined : v.CORS_ORIGINS.trim() === '*' ? '*' : corsOriginList(v.CORS_ORIGINS),
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
-    docsPersistAuthorization: v.DOCS_PERSIST_AUTHORIZATION === 'true'
+    docsPersistAuthorization: v.DOCS_PERSIST_AUTHORIZATION === 'true',
+    requestTimeoutMs: v.REQUEST_TIMEOUT_MS,
+    shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS
   }
 }

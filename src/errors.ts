@@ -4,6 +4,7 @@ export const errorStatus = {
   unauthorized: 401,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   insufficient_stock: 409,
   invalid_transition: 409,
   idempotency_key_in_use: 409,

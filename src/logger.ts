@@ -1,9 +1,12 @@
+import { writeSync } from 'node:fs'
+import { Writable } from 'node:stream'
 import type { FastifyLoggerOptions, FastifyRequest } from 'fastify'
-import type { LoggerOptions as PinoOptions, TransportSingleOptions } from 'pino'
+import type { LoggerOptions as PinoOptions } from 'pino'
+import pretty from 'pino-pretty'
 import type { Config } from './config.js'
 import { requestAddress } from './rate-limit/client-address.js'
 
-export type LoggerOptions = FastifyLoggerOptions & Pick<PinoOptions, 'redact' | 'formatters'> & { transport?: TransportSingleOptions }
+export type LoggerOptions = FastifyLoggerOptions & Pick<PinoOptions, 'redact' | 'formatters'>
 
 const REDACTED = '[redacted]'
 // API keys (psk_…), and whatever follows Bearer or a credential-named query parameter.
@@ -61,18 +64,38 @@ const secretsKept = {
 } satisfies Pick<LoggerOptions, 'redact' | 'serializers' | 'formatters'>
 
 /**
+ * Standard output for a person's terminal, written synchronously. Once the terminal has gone
+ * (hang-up: EIO; a closed pipe: EPIPE) the lines are dropped: nothing is left to read them, and
+ * the process must still answer and shut down normally.
+ */
+function terminalOutput (): Writable {
+  let gone = false
+  return new Writable({
+    write (chunk: Buffer, _encoding, callback) {
+      if (!gone) {
+        try {
+          writeSync(1, chunk)
+        } catch (error) {
+          // EAGAIN: a terminal that is not keeping up loses this line, never the process.
+          if ((error as { code?: unknown }).code !== 'EAGAIN') gone = true
+        }
+      }
+      callback()
+    }
+  })
+}
+
+/**
  * Fastify's logger options: JSON lines, except for a person reading a terminal outside
- * production, who gets them pretty-printed by pino-pretty (in pino's transport thread); secrets
- * kept out either way.
+ * production, who gets them pretty-printed by pino-pretty; secrets kept out either way. The
+ * pretty-printer runs on the main thread (not as a pino transport in a worker) so that a
+ * terminal that goes away cannot leave a worker holding the exit for seconds.
  */
 export function loggerOptions (config: Pick<Config, 'logLevel' | 'nodeEnv'>, stdoutIsTty = process.stdout.isTTY === true): LoggerOptions {
   if (config.nodeEnv === 'production' || !stdoutIsTty) return { level: config.logLevel, ...secretsKept }
   return {
     level: config.logLevel,
     ...secretsKept,
-    transport: {
-      target: 'pino-pretty',
-      options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', colorize: true }
-    }
+    stream: pretty({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', colorize: true, destination: terminalOutput() })
   }
 }

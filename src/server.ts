@@ -1,7 +1,11 @@
+import { once } from 'node:events'
+import { closeSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
-import { ConfigError, defaultPublicBaseUrl, loadConfig } from './config.js'
+import { type Config, ConfigError, defaultPublicBaseUrl, loadConfig } from './config.js'
 import { databaseFailure, ensureDemoKey } from './startup.js'
 
 /** One line on stderr saying what failed and what to check; the JSON log line carries the details. */
@@ -16,8 +20,44 @@ const isStorageError = (error: unknown) => {
     (typeof code === 'string' && /^(SQLITE_|ECONNREFUSED|ENOTFOUND|EACCES|ENOENT|3D000|28)/.test(code))
 }
 
+/**
+ * Node restores the terminal's settings of stdin, stdout and stderr on exit and aborts when that
+ * fails, which it does once the terminal has gone (hang-up: EIO): the process would then crash
+ * instead of exiting with its status. A descriptor that was a terminal and no longer is one is
+ * closed just before exit, so Node skips it.
+ */
+function releaseLostTerminal () {
+  const wasTerminal = [0, 1, 2].map((fd) => isatty(fd))
+  if (!wasTerminal.includes(true)) return
+  process.on('exit', () => {
+    for (const fd of [0, 1, 2]) {
+      if (!wasTerminal[fd] || isatty(fd)) continue
+      try { closeSync(fd) } catch { /* already closed */ }
+    }
+  })
+}
+
+/**
+ * PORT=0: the port is chosen now, before the app is built, because the document's `servers`, the
+ * `Link` headers and the docs page's policy are made from PUBLIC_BASE_URL, which defaults to
+ * http://HOST:PORT. The port is taken from a listener the system gives a free one, closed again
+ * just before the server listens on it.
+ */
+async function choosePort (config: Config): Promise<Config> {
+  if (config.port !== 0) return config
+  const probe = createServer()
+  probe.listen(0, config.host)
+  await once(probe, 'listening')
+  const { port } = probe.address() as { port: number }
+  probe.close()
+  await once(probe, 'close')
+  const publicBaseUrl = config.publicBaseUrl === defaultPublicBaseUrl(config.host, 0) ? defaultPublicBaseUrl(config.host, port) : config.publicBaseUrl
+  return { ...config, port, publicBaseUrl }
+}
+
 /** Reads the configuration, builds and registers the app, listens, and drains on SIGTERM/SIGINT. */
 async function main () {
+  releaseLostTerminal()
   let config
   try {
     config = loadConfig()
@@ -29,6 +69,11 @@ async function main () {
     throw error
   }
 
+  try {
+    config = await choosePort(config)
+  } catch (error) {
+    startupFailed(`cannot listen on ${config.host}: ${(error as Error).message} (check HOST)`)
+  }
   const server = Fastify(serverOptions(config))
   try {
     await server.register(app, { config })
@@ -37,10 +82,26 @@ async function main () {
     server.log.error({ err: error }, 'start-up failed')
     startupFailed(isStorageError(error) ? databaseFailure(error, config.databaseUrl) : (error as Error).message)
   }
-  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  // A native fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE) must end the process at once: with a
+  // JavaScript listener the kernel returns to the faulting instruction, which faults again forever.
+  // SIGABRT and SIGTRAP come from abort() and debuggers; their default action is the right one too.
+  const fatal = ['SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGABRT', 'SIGTRAP'] as const
+  const { shutdownTimeoutMs } = config
+  closeWithGrace({ delay: shutdownTimeoutMs, skip: [...fatal] }, async ({ signal, err }) => {
     if (err) server.log.error({ err }, 'closing after an uncaught error')
     else server.log.info({ signal }, 'draining in-flight requests, then closing')
-    await server.close()
+    // Closing stops accepting and ends idle connections at once; requests under way get three
+    // quarters of SHUTDOWN_TIMEOUT_MS. A client that is still sending (or not reading) then loses
+    // its connection, unanswered, so storage closes and the process exits 0 in time.
+    const force = setTimeout(() => {
+      server.log.warn({ shutdownTimeoutMs }, 'closing the connections still open after three quarters of SHUTDOWN_TIMEOUT_MS')
+      server.server.closeAllConnections()
+    }, Math.floor(shutdownTimeoutMs * 0.75))
+    try {
+      await server.close()
+    } finally {
+      clearTimeout(force)
+    }
   })
 
   try {
@@ -72,11 +133,7 @@ async function main () {
           : `cannot listen on ${at} for metrics: ${(error as Error).message}`)
     }
   }
-  // PORT=0 (any free port) with no PUBLIC_BASE_URL: only now is the instance's address known.
-  const listened = config.port === 0 && config.publicBaseUrl === defaultPublicBaseUrl(config.host, 0)
-    ? defaultPublicBaseUrl(config.host, (server.server.address() as { port: number }).port)
-    : config.publicBaseUrl
-  const docsUrl = `${listened}/docs`
+  const docsUrl = `${config.publicBaseUrl}/docs`
   const demoKey = await ensureDemoKey(server.store, config)
   if (demoKey) {
     server.log.info({ docs: docsUrl, demoApiKey: demoKey }, `Pet Store API ready. Docs: ${docsUrl} — demo API key (shown once): ${demoKey}`)

@@ -2,14 +2,18 @@ import { type Config, maskPassword } from './config.js'
 import { issueApiKey } from './store/api-keys.js'
 import type { Store } from './store/types.js'
 
+/** NODE_ENV values (unset is development) under which a demo key may be made: any other is a deployment. */
+const demoEnvironments = new Set(['development', 'test'])
+
 /**
- * First start on the embedded SQLite database, outside production, with no keys at all: one demo
- * key on the free plan, so a newcomer can call the API at once. Never on PostgreSQL, where a
- * shared database with no keys yet is a deployment, not a newcomer's laptop. Returns the secret
- * (to print once) or undefined.
+ * First start on the embedded SQLite database, in development or test, with no keys at all: one
+ * demo key on the free plan, so a newcomer can call the API at once. Never on PostgreSQL, where a
+ * shared database with no keys yet is a deployment, not a newcomer's laptop, and never under
+ * another NODE_ENV (prod, staging…): an unknown name is not taken for a laptop either. Returns the
+ * secret (to print once) or undefined.
  */
 export async function ensureDemoKey (store: Store, config: Config): Promise<string | undefined> {
-  if (store.engine !== 'sqlite' || config.nodeEnv === 'production' || await store.countApiKeys() > 0) return undefined
+  if (store.engine !== 'sqlite' || !demoEnvironments.has(config.nodeEnv) || await store.countApiKeys() > 0) return undefined
   const { secret } = await issueApiKey(store, { name: 'demo', plan: 'free' })
   return secret
 }

@@ -358,7 +358,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
             /**
@@ -396,7 +396,7 @@ export interface components {
             };
             content?: never;
         };
-        /** @description A parameter or the body is invalid, or the query string has a parameter the operation does not declare (an undecodable URL's 400 has `X-Request-Id` alone: see *Rate limits*) */
+        /** @description A parameter or the body is malformed or invalid (a JSON body also when it is not UTF-8 or repeats a member name), the query string has a parameter the operation does not declare, or the request breaks HTTP's rules (`Host` missing, repeated or invalid; `Authorization` sent twice). A URL that cannot be decoded, or a path parameter longer than the router accepts, is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
         BadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -595,6 +595,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request's headers and body did not all arrive within the server's time limit (`REQUEST_TIMEOUT_MS`, 30 s by default). The connection answers it, before any operation is chosen, then closes: so it is listed under no operation, carries none of the headers an operation's responses carry, and is neither counted nor rate-limited. */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "request_timeout",
+                 *       "message": "the request did not arrive in time: send its headers and body without pausing",
+                 *       "status": 408
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The request body is larger than the server's BODY_LIMIT */
         PayloadTooLarge: {
             headers: {
@@ -615,7 +631,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request body is not application/json */
+        /** @description The request body is not application/json, or has a Content-Encoding */
         UnsupportedMediaType: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

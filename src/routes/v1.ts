@@ -19,6 +19,10 @@ export default async function v1 (app: FastifyInstance, context: OperationContex
     operationResolver: operationResolver(context) as never
   })
   for (const [url, methods] of methodsByPath(context.document)) methodNotAllowed(app, url, methods)
-  // Unknown paths under /v1 are answered only after authentication, like every /v1 path.
+  // Unknown paths under /v1 are answered only after authentication, like every /v1 path. With CORS
+  // on, @fastify/cors routes OPTIONS on every path at the root, outside authentication: these
+  // routes keep OPTIONS on unknown /v1 paths here (a preflight is answered before routing).
   app.setNotFoundHandler(notFound)
+  app.options('/', { schema: { hide: true } }, (_request, reply) => { reply.callNotFound() })
+  app.options('/*', { schema: { hide: true } }, (_request, reply) => { reply.callNotFound() })
 }

@@ -84,7 +84,17 @@ t.test('each bad value throws ConfigError with a one-line message naming the var
     { TRUST_PROXY: '2' },
     { BODY_LIMIT: '-1' },
     { BODY_LIMIT: '16kb' },
-    { BODY_LIMIT: '1' }
+    { BODY_LIMIT: '1' },
+    // Numbers are plain decimals, for every numeric variable.
+    ...['PORT', 'DATABASE_POOL_MAX', 'DATABASE_TIMEOUT_MS', 'REDIS_COMMAND_TIMEOUT_MS', 'RATE_LIMIT_BAN_AFTER', 'RATE_LIMIT_BAN_SECONDS',
+      'BODY_LIMIT', 'METRICS_PORT', 'REQUEST_TIMEOUT_MS', 'SHUTDOWN_TIMEOUT_MS'].flatMap((name) =>
+      ['0x10', '1e3', '1000.0', '+100', ' 100', '0100', '1_000'].map((value) => ({ [name]: value }))),
+    { REDIS_URL: 'redis://u:pw@127.0.0.1:notaport' },
+    { REDIS_URL: 'redis://127.0.0.1:6379/abc' },
+    { REDIS_URL: 'redis://:6379' },
+    { DATABASE_URL: 'postgres://u:pw@127.0.0.1:notaport/db' },
+    { REQUEST_TIMEOUT_MS: '10' },
+    { SHUTDOWN_TIMEOUT_MS: '0' }
   ]
   for (const env of bad) {
     const [name, value] = Object.entries(env)[0]!
@@ -106,12 +116,15 @@ t.test('the messages say what a valid value is', async (t) => {
     [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: LOG_LEVEL must be equal to one of the allowed values: fatal, error, warn, info, debug, trace, silent (got "loud")'],
     [{ SEED: 'yes' }, 'Invalid configuration: SEED must be equal to one of the allowed values: true, false (got "yes")'],
     [{ PORT: '70000' }, 'Invalid configuration: PORT must be <= 65535 (got "70000")'],
-    [{ BODY_LIMIT: '16kb' }, 'Invalid configuration: BODY_LIMIT must be integer (got "16kb")'],
+    [{ BODY_LIMIT: '16kb' }, 'Invalid configuration: BODY_LIMIT must be a whole number in plain decimal digits (got "16kb")'],
     [{ HOST: 'my host' }, 'Invalid configuration: HOST must be an address or host name without spaces (got "my host")'],
     [{ DATABASE_URL: './petstore.db' }, 'Invalid configuration: DATABASE_URL must be sqlite:PATH or postgres://… (got "./petstore.db")'],
     [{ REDIS_URL: 'localhost:6379' }, 'Invalid configuration: REDIS_URL must be redis://… or rediss://… (got "localhost:6379")'],
     [{ PUBLIC_BASE_URL: 'https://example.com/' }, 'Invalid configuration: PUBLIC_BASE_URL must be an http(s) address without a trailing slash (got "https://example.com/")'],
-    [{ PORT: '8\n0' }, 'Invalid configuration: PORT must be integer (got "8\\n0")']
+    [{ PORT: '8\n0' }, 'Invalid configuration: PORT must be a whole number in plain decimal digits (got "8\\n0")'],
+    [{ REDIS_URL: 'redis://u:pw@127.0.0.1:notaport' }, 'Invalid configuration: REDIS_URL must be an address that parses: redis://[[user]:password@]host[:port][/db] (a numeric port and database index; percent-encode special characters) (got "redis://u:***@127.0.0.1:notaport")'],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379/abc' }, 'Invalid configuration: REDIS_URL must be an address that parses: redis://[[user]:password@]host[:port][/db] (a numeric port and database index; percent-encode special characters) (got "redis://127.0.0.1:6379/abc")'],
+    [{ DATABASE_URL: 'postgres://u:pw@db.example:x/petstore' }, 'Invalid configuration: DATABASE_URL must be an address that parses: postgres://[user[:password]@]host[:port]/database (a numeric port; percent-encode special characters) (got "postgres://u:***@db.example:x/petstore")']
   ]
   for (const [env, message] of cases) t.throws(() => loadConfig(env), { name: 'ConfigError', message }, message)
 })
@@ -218,12 +231,18 @@ t.test('the server refuses to start on a bad value: non-zero exit, one line nami
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['TRUST_PROXY', { TRUST_PROXY: '???' }],
     ['TRUST_PROXY', { TRUST_PROXY: '2' }],
-    ['REDIS_URL', { REDIS_URL: 'http://:s3cret-pw@cache.example' }]
+    ['REDIS_URL', { REDIS_URL: 'http://:s3cret-pw@cache.example' }],
+    ['REDIS_URL', { REDIS_URL: 'redis://u:s3cret-pw@127.0.0.1:notaport' }],
+    ['REDIS_URL', { REDIS_URL: 'redis://127.0.0.1:6379/abc' }],
+    ['DATABASE_URL', { DATABASE_URL: 'postgres://u:s3cret-pw@127.0.0.1:notaport/test' }],
+    ['PORT', { PORT: '0x10' }],
+    ['PORT', { PORT: '1e3' }]
   ]
   // One at a time: each is a whole Node process on a small machine.
   for (const [name, env] of cases) {
     const file = join(dir, `${name}.db`)
     const { code, stdout, stderr } = await runServer({ DATABASE_URL: `sqlite:${file}`, PORT: '0', ...env })
+    if (Object.values(env).some((value) => value.includes('s3cret'))) t.match(stderr, ':***@', `${name}: the address is shown masked`)
     t.not(code, 0, `${name}: non-zero exit`)
     t.not(code, null, `${name}: exited by itself`)
     const lines = stderr.trim().split('\n')

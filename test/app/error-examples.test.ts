@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -105,6 +107,17 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   const downAuth = await down.authHeader()
   await down.store.close()
   keep('the storage closed', await down.request({ method: 'GET', url: '/v1/inventory', headers: downAuth }))
+
+  // Node's HTTP server answers a late request before Fastify sees it: only a real connection meets it.
+  const slow = await buildTestApp(t, { env: { ...env, REQUEST_TIMEOUT_MS: '100' } })
+  await slow.app.listen({ host: '127.0.0.1', port: 0 })
+  const socket = connect((slow.app.server.address() as { port: number }).port, '127.0.0.1')
+  socket.write('GET /v1/inventory HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+  let raw = ''
+  socket.on('data', (chunk: Buffer) => { raw += chunk.toString() })
+  await once(socket, 'close')
+  t.match(raw, /^HTTP\/1\.1 408 /, 'headers that never end: answered 408')
+  sent.push({ how: 'headers that never end', body: JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { code: string, message: string, status: number } })
   return sent
 }
 

@@ -11,21 +11,21 @@ import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
 
 t.test('the decision: pino-pretty for a terminal outside production, JSON lines otherwise', async (t) => {
-  const pretty = { target: 'pino-pretty' }
-  for (const [nodeEnv, tty, transport] of [
-    ['development', true, pretty],
-    ['test', true, pretty],
-    ['staging', true, pretty],
-    ['production', true, undefined],
-    ['development', false, undefined],
-    ['production', false, undefined]
+  for (const [nodeEnv, tty, pretty] of [
+    ['development', true, true],
+    ['test', true, true],
+    ['staging', true, true],
+    ['production', true, false],
+    ['development', false, false],
+    ['production', false, false]
   ] as const) {
     const options = loggerOptions({ logLevel: 'debug', nodeEnv }, tty)
     t.equal(options.level, 'debug', `${nodeEnv}, ${tty ? 'a terminal' : 'not a terminal'}: the level is kept`)
-    if (transport === undefined) t.equal(options.transport, undefined, `${nodeEnv}, ${tty ? 'a terminal' : 'not a terminal'}: JSON lines`)
-    else t.match(options.transport, transport, `${nodeEnv}, a terminal: pretty-printed`)
+    // The pretty-printer is the logger's stream; JSON lines go to pino's own standard output.
+    if (!pretty) t.equal(options.stream, undefined, `${nodeEnv}, ${tty ? 'a terminal' : 'not a terminal'}: JSON lines`)
+    else t.type(options.stream?.write, 'function', `${nodeEnv}, a terminal: pretty-printed`)
   }
-  t.equal(loggerOptions({ logLevel: 'info', nodeEnv: 'development' }, false).transport, undefined,
+  t.equal(loggerOptions({ logLevel: 'info', nodeEnv: 'development' }, false).stream, undefined,
     'the default reads process.stdout, which is not a terminal under tap')
 })
 

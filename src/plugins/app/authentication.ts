@@ -38,6 +38,13 @@ async function authentication (app: FastifyInstance) {
   const metrics = app.metrics
 
   app.addHook('onRequest', (request, reply, done) => {
+    // A request that breaks HTTP's framing rules (http-protocol.ts) is counted per client address
+    // and answered 400, its key not looked up.
+    const { protocolError } = request
+    if (protocolError !== null) {
+      app.rateLimits.count(request, reply, null).then(() => { done(protocolError) }, done)
+      return
+    }
     verify(request, reply, (error?: Error) => {
       if (error instanceof StoreUnavailableError) {
         metrics?.authFailure('storage_unavailable')
@@ -59,4 +66,4 @@ declare module 'fastify' {
   }
 }
 
-export default fp(authentication, { name: 'authentication', dependencies: ['bearer-auth', 'rate-limit-policy', 'storage'] })
+export default fp(authentication, { name: 'authentication', dependencies: ['bearer-auth', 'rate-limit-policy', 'storage', 'http-protocol'] })

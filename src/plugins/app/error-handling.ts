@@ -73,16 +73,20 @@ export function answerFrameworkError (error: FastifyError, request: FastifyReque
  * Fastify's `clientErrorHandler` option: requests Node's HTTP parser refuses (malformed request
  * line or header, an unknown method, Content-Length with Transfer-Encoding, headers over the
  * size limit) never reach Fastify; they are answered here with the Error body, then the
- * connection is closed, as Node does.
+ * connection is closed, as Node does. So is a request whose headers and body have not all arrived
+ * within REQUEST_TIMEOUT_MS (408).
  */
 export function answerClientError (error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const message = error.code === 'HPE_HEADER_OVERFLOW'
-    ? 'request headers are larger than the server accepts'
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'the request did not arrive in time' : 'malformed HTTP request'
-  const body = JSON.stringify({ code: 'invalid_request', message, status: 400 } satisfies ErrorBody)
-  if (socket.writable) {
-    socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  const body: ErrorBody = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? { code: 'request_timeout', message: 'the request did not arrive in time: send its headers and body without pausing', status: 408 }
+    : { code: 'invalid_request', message: error.code === 'HPE_HEADER_OVERFLOW' ? 'request headers are larger than the server accepts' : 'malformed HTTP request', status: 400 }
+  // A response already under way on this connection cannot be followed by another one.
+  const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true
+  if (socket.writable && !answering) {
+    const text = JSON.stringify(body)
+    const reason = body.status === 408 ? 'Request Timeout' : 'Bad Request'
+    socket.write(`HTTP/1.1 ${body.status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`)
   }
   socket.destroy(error)
 }

@@ -75,11 +75,12 @@ async function cors (app: FastifyInstance, options: CorsOptions) {
 
   await app.register(fastifyCors, {
     delegator: (request: FastifyRequest, callback: (error: Error | null, options?: FastifyCorsOptions) => void) => {
-      callback(null, !allowed(request.headers.origin) ? off : isPreflight(request) ? preflight : simple)
+      // A request refused for breaking HTTP's rules is answered under /v1 as it is, without CORS.
+      callback(null, !allowed(request.headers.origin) || request.protocolError !== null ? off : isPreflight(request) ? preflight : simple)
     }
   })
   app.addHook('onRequest', (request, reply, done) => {
-    if (isPreflight(request) && !allowed(request.headers.origin)) return void reply.code(204).send()
+    if (isPreflight(request) && !allowed(request.headers.origin) && request.protocolError === null) return void reply.code(204).send()
     done()
   })
 }
