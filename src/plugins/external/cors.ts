@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ApiDocument } from '../../openapi/document.js'
 
-/** Response headers a page on another origin may read (PRODUCT.md §1, Browsers). */
+/** Response headers a page on another origin may read (CORS_ORIGINS in README.md; openapi.yaml, OPTIONS). */
 export const EXPOSED_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After',
   'X-Request-Id', 'ETag', 'Deprecation', 'Sunset', 'Link']
 
