@@ -78,7 +78,9 @@ const everyOperation = {
 }
 
 // The fixture: "holds", units of a pet set aside, under a path no real operation will take.
-const migrationNumber = (engine: string) => String(readdirSync(join(copy, 'src', 'store', engine, 'migrations')).filter((f) => f.endsWith('.sql')).length + 1).padStart(3, '0')
+/** One past the highest number in the engine's migrations folder (numbers may have gaps). */
+const migrationNumber = (engine: string) => String(Math.max(0, ...readdirSync(join(copy, 'src', 'store', engine, 'migrations'))
+  .map((file) => /^(\d+)_.*\.sql$/.exec(file)?.[1]).filter((n) => n !== undefined).map(Number)) + 1).padStart(3, '0')
 const migrations = {
   sqlite: `src/store/sqlite/migrations/${migrationNumber('sqlite')}_zz_fixture_holds.sql`,
   postgres: `src/store/postgres/migrations/${migrationNumber('postgres')}_zz_fixture_holds.sql`
@@ -302,8 +304,8 @@ t.test('a write backed by a new table, added with no change to caches or batchin
   t.equal(checked.code, 0, `the copy type-checks ${checked.stdout}${checked.stderr}`)
   const coherent = await coherence
   t.equal(coherent.code, 0, 'the coherence run passes on both engines', { output: coherent.stdout.split('\n').filter((line) => /^\s*(not ok|# )/.test(line)).join('\n') })
-  t.match(coherent.stdout, /^\s*ok \d+ - SQLite: two connections to one file/m, 'on SQLite')
-  t.match(coherent.stdout, /^\s*ok \d+ - PostgreSQL: two instances on one schema/m, 'on PostgreSQL')
+  t.match(coherent.stdout, /^ok \d+ - SQLite: /m, 'on SQLite')
+  t.match(coherent.stdout, /^ok \d+ - PostgreSQL: /m, 'on PostgreSQL')
   t.match(coherent.stdout, /^\s*ok \d+ - [1-9]\d* units taken/m, 'the new write changed what the caches hold')
   t.notMatch(coherent.stdout, /^\s*not ok/m, 'no failure')
 })
