@@ -1,10 +1,12 @@
+import { fork } from 'node:child_process'
+import { once } from 'node:events'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { idempotencyRepository } from '../../src/repositories/idempotency.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
-import { ordersRepository, type OrderStatus } from '../../src/repositories/orders.js'
-import { petsRepository } from '../../src/repositories/pets.js'
-import { hashApiKey, issueApiKey } from '../../src/store/api-keys.js'
+import { ordersRepository, type OrdersRepository, type OrderStatus } from '../../src/repositories/orders.js'
+import type { InventoryRepository } from '../../src/repositories/inventory.js'
+import { generateApiKey } from '../../src/store/api-keys.js'
 import type { ListJson, Store } from '../../src/store/types.js'
 import { createPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
@@ -24,20 +26,56 @@ const STEPS = 120
 
 const text = (list: ListJson) => typeof list === 'string' ? list : list.bytes.toString()
 
+type StoreCalls = Pick<Store, 'importCatalogue' | 'createApiKey' | 'revokeApiKey' | 'listInventoryJson' | 'listOrders' | 'getPet' | 'findActiveApiKey'>
+
+/** What the operations and snapshots use of an instance: in this process, or in another one. */
 interface Instance {
-  store: Store
-  orders: ReturnType<typeof ordersRepository>
-  inventory: ReturnType<typeof inventoryRepository>
-  pets: ReturnType<typeof petsRepository>
+  store: StoreCalls
+  orders: Pick<OrdersRepository, 'place' | 'setStatus' | 'cancel'>
+  inventory: Pick<InventoryRepository, 'update'>
 }
 
 const instance = (store: Store): Instance => {
   const idempotency = idempotencyRepository(store)
-  return { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store), pets: petsRepository(store) }
+  return { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store) }
+}
+
+/** An instance in a process of its own (coherence-process.ts), on the same SQLite file. */
+async function otherProcess (t: Test, file: string): Promise<Instance> {
+  const child = fork(join(import.meta.dirname, 'coherence-process.ts'), [file], { execArgv: ['--import', 'tsx'] })
+  t.teardown(async () => { if (child.connected) { child.disconnect(); await once(child, 'exit') } })
+  await once(child, 'message')
+  let next = 0
+  const waiting = new Map<number, { resolve: (value: unknown) => void, reject: (error: Error) => void }>()
+  child.on('message', (message: { id: number, value?: unknown, error?: string }) => {
+    const call = waiting.get(message.id)
+    waiting.delete(message.id)
+    if (message.error !== undefined) call?.reject(new Error(message.error))
+    else call?.resolve(message.value === null ? undefined : message.value)
+  })
+  // Each method sends its name and arguments; the answer is whatever the other process's call returned.
+  const remote = <F extends (...args: never[]) => Promise<unknown>>(name: string) => ((...args: Parameters<F>) => new Promise((resolve, reject) => {
+    const id = next++
+    waiting.set(id, { resolve, reject })
+    child.send({ id, call: name, args })
+  })) as unknown as F
+  return {
+    store: {
+      importCatalogue: remote('store.importCatalogue'),
+      createApiKey: remote('store.createApiKey'),
+      revokeApiKey: remote('store.revokeApiKey'),
+      listInventoryJson: remote('store.listInventoryJson'),
+      listOrders: remote('store.listOrders'),
+      getPet: remote('store.getPet'),
+      findActiveApiKey: remote('store.findActiveApiKey')
+    },
+    orders: { place: remote('orders.place'), setStatus: remote('orders.setStatus'), cancel: remote('orders.cancel') },
+    inventory: { update: remote('inventory.update') }
+  }
 }
 
 /** What every cache of `store` must agree with: read by a store that has cached nothing yet. */
-async function snapshot (store: Store, keyHashes: readonly string[]) {
+async function snapshot (store: StoreCalls, keyHashes: readonly string[]) {
   const inventory = text(await store.listInventoryJson())
   const orders = JSON.stringify(await store.listOrders())
   const pets = await Promise.all(PETS.map((id) => store.getPet(id)))
@@ -45,7 +83,7 @@ async function snapshot (store: Store, keyHashes: readonly string[]) {
   return { inventory, orders, pets, keys }
 }
 
-async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) => Promise<void>) {
+async function coherence (t: Test, open: () => Store, settle: () => Promise<void>, second?: Instance) {
   const first = open()
   t.teardown(() => first.close())
   await first.migrate()
@@ -53,9 +91,13 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
     pets: PETS.map((id) => ({ id, name: `Pet ${id}`, photoUrls: [] })),
     inventory: PETS.map((petId) => ({ petId, quantity: 3 }))
   })
-  const second = open()
-  t.teardown(() => second.close())
-  const instances = [instance(first), instance(second)]
+  let other = second
+  if (other === undefined) {
+    const store = open()
+    t.teardown(() => store.close())
+    other = instance(store)
+  }
+  const instances = [instance(first), other]
   const random = seededRandom(20261125)
   const keys: { id: string, hash: string }[] = []
   const orderIds: number[] = []
@@ -88,8 +130,9 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
       return `import ${petId}`
     },
     async (i) => {
-      const { record, secret } = await issueApiKey(i.store, { name: 'coherence', plan: 'free' })
-      keys.push({ id: record.id, hash: hashApiKey(secret) })
+      const { id, hash } = generateApiKey()
+      await i.store.createApiKey({ id, name: 'coherence', plan: 'free', keyHash: hash, perMinute: null, perDay: null })
+      keys.push({ id, hash })
       return 'createApiKey'
     },
     async (i) => {
@@ -107,7 +150,7 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
   for (let step = 0; step < STEPS; step++) {
     const writer = instances[random(2)]!
     done.push(await operations[random(operations.length)]!(writer))
-    await settle(instances.map((i) => i.store))
+    await settle()
     const fresh = open()
     const expected = await snapshot(fresh, keys.map((k) => k.hash))
     await fresh.close()
@@ -123,14 +166,22 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
   t.ok(orderIds.length > 5, 'orders were placed')
 }
 
-t.test('SQLite: two connections to one file', async (t) => {
+t.test('SQLite: this process and another one writing to one file', async (t) => {
   const file = join(tempDir(t), 'coherence.db')
-  await coherence(t, () => createSqliteStore(file), async () => {})
+  const first = createSqliteStore(file)
+  await first.migrate()
+  await first.close()
+  await coherence(t, () => createSqliteStore(file), async () => {}, await otherProcess(t, file))
 })
 
 t.test('PostgreSQL: two instances on one schema', async (t) => {
   const { url } = await createTestSchema(t)
-  await coherence(t, () => createPostgresStore(url(), { poolMax: 2 }),
-    // Another instance learns of a change through its notification: wait until it has arrived.
-    async (stores) => { await Promise.all(stores.map((store) => (store as PostgresStore).syncChanges())) })
+  const stores: PostgresStore[] = []
+  const open = () => {
+    const store = createPostgresStore(url(), { poolMax: 2 })
+    stores.push(store)
+    return store
+  }
+  // Another instance learns of a change through its notification: wait until it has arrived.
+  await coherence(t, open, async () => { await Promise.all(stores.slice(0, 2).map((store) => store.syncChanges())) })
 })
