@@ -2,7 +2,7 @@ import { applyMigrations, migrationsDirectory, readMigrations } from '../migrati
 import { petColumns, toInventoryItem, toOrder, toPet } from '../rows.js'
 import type { Catalogue, ImportCounts, InventoryItem, NewApiKey, Store } from '../types.js'
 import { ReadCaches } from './caches.js'
-import { failureOf, isBusy, migrationTransaction, openDatabase, retryWhileBusy } from './database.js'
+import { clearStorageFault, failureOf, isBusy, migrationTransaction, openDatabase, probeWrite, retryWhileBusy, storageFaultOf } from './database.js'
 import { GroupCommit } from './group-commit.js'
 import { LoggedList } from './lists.js'
 import { prepareStatements, type Statements } from './statements.js'
@@ -148,7 +148,9 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       }
     },
 
-    ping: () => reading(() => { db.prepare('SELECT 1').get() }),
+    // While writes meet a storage fault (full disk, read-only file), a probe write says when it is over.
+    ping: () => reading(() => { db.prepare('SELECT 1').get() })
+      .then(() => storageFaultOf(db) === undefined ? undefined : writing('keys', () => { probeWrite(db) }).then(() => { clearStorageFault(db) })),
 
     close: async () => {
       inventoryUpdates.flush()
