@@ -39,6 +39,8 @@ export interface AppOptions {
   handlers?: Partial<HandlerMap>
   /** Milliseconds since the epoch; the rate-limit windows and the sunset read it. */
   now?: () => number
+  /** Monotonic milliseconds (performance.now by default); /readyz's reuse of a result reads it. */
+  monotonicNow?: () => number
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
@@ -122,7 +124,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   })
   await fastify.register(rateLimitPolicy, { plans: document.plans, banAfter: config.rateLimitBanAfter, now })
 
-  await fastify.register(health)
+  await fastify.register(health, { clock: options.monotonicNow })
   await fastify.register(openapiDocument, { served })
   await fastify.register(v1, { prefix: '/v1', document, handlers, publicBaseUrl: config.publicBaseUrl, now })
 }
