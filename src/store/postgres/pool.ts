@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.js'
+import { ForeignDatabaseError } from '../migrations.js'
 
 export interface PostgresStoreOptions {
   /** Most connections this store opens (DATABASE_POOL_MAX). */
@@ -43,19 +44,22 @@ export function openPool (connectionString: string, options: PostgresStoreOption
 /**
  * SQLSTATE classes that mean "the database cannot serve us right now" rather than "this request
  * is wrong": connection exceptions (08), insufficient resources (53), operator intervention (57,
- * which includes 57014, a statement cancelled by statement_timeout), system errors (58), and a
- * lock wait that timed out (55P03).
+ * which includes 57014, a statement cancelled by statement_timeout), system errors (58), a
+ * lock wait that timed out (55P03), and a write refused by a read-only server (25006).
  */
 const unavailableClasses = new Set(['08', '53', '57', '58'])
+/** 25006 read_only_sql_transaction: a standby, or default_transaction_read_only: writes pass once it is writable. */
+const unavailableCodes = new Set(['55P03', '25006'])
 
 export function translate (error: unknown): unknown {
   if (error instanceof pg.DatabaseError) {
     const code = error.code ?? ''
-    if (unavailableClasses.has(code.slice(0, 2)) || code === '55P03') {
+    if (unavailableClasses.has(code.slice(0, 2)) || unavailableCodes.has(code)) {
       return new StoreUnavailableError(`database unavailable: ${error.message}`, { cause: error })
     }
     return error
   }
+  if (error instanceof ForeignDatabaseError) return error
   // Programming errors stay what they are (500); everything else pg raises without a SQLSTATE is
   // about the connection: refused, reset, terminated, timed out, or the pool has been closed.
   if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError || error instanceof ReferenceError) return error
