@@ -93,21 +93,15 @@ async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, releas
   }
 }
 
-/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
-export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` on a connection of the pool inside the transaction it opens itself, then gives the
+ * connection back: after a ROLLBACK when the work failed, discarded when the connection did.
+ */
+async function onConnection<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const { client, release } = await checkOut(pool)
-  const run: Run = (text, values) => {
-    // pg reads query_timeout per query too, though its types do not declare it.
-    const config: pg.QueryConfig & { query_timeout: number } = { text, values: values ?? [], query_timeout: BULK_TIMEOUT_MS + 1000 }
-    return client.query(config)
-  }
   let discard = false
   try {
-    await run('BEGIN')
-    await run(`SET LOCAL statement_timeout = ${BULK_TIMEOUT_MS}`)
-    const result = await work(run)
-    await run('COMMIT')
-    return result
+    return await work(client)
   } catch (error) {
     if (!(error instanceof pg.DatabaseError)) discard = true
     await client.query('ROLLBACK').catch(() => { discard = true })
@@ -115,6 +109,22 @@ export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Pro
   } finally {
     release(discard)
   }
+}
+
+/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
+export function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+  return onConnection(pool, async (client) => {
+    const run: Run = (text, values) => {
+      // pg reads query_timeout per query too, though its types do not declare it.
+      const config: pg.QueryConfig & { query_timeout: number } = { text, values: values ?? [], query_timeout: BULK_TIMEOUT_MS + 1000 }
+      return client.query(config)
+    }
+    await run('BEGIN')
+    await run(`SET LOCAL statement_timeout = ${BULK_TIMEOUT_MS}`)
+    const result = await work(run)
+    await run('COMMIT')
+    return result
+  })
 }
 
 /** One statement in autocommit. A statement given a name is prepared once per connection. */
@@ -158,10 +168,8 @@ const RECORDED_CHANGES = "SELECT current_setting('petstore.changes', true) AS ch
  * change payloads the triggers recorded in it, for this instance's own caches. BEGIN goes out with
  * the first statement, and the read of the recorded changes with COMMIT (the pool pipelines).
  */
-export async function writeTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<{ value: T, changes: string[] }> {
-  const { client, release } = await checkOut(pool)
-  let discard = false
-  try {
+export function writeTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<{ value: T, changes: string[] }> {
+  return onConnection(pool, async (client) => {
     const begun = client.query('BEGIN')
     begun.catch(() => {})
     const value = await work(client)
@@ -169,11 +177,5 @@ export async function writeTransaction<T> (pool: pg.Pool, work: (client: pg.Pool
     const [recorded] = await Promise.all([client.query<{ changes: string | null }>(RECORDED_CHANGES), client.query('COMMIT')])
     const text = recorded.rows[0]?.changes ?? ''
     return { value, changes: text === '' ? [] : text.split(';') }
-  } catch (error) {
-    if (!(error instanceof pg.DatabaseError)) discard = true
-    await client.query('ROLLBACK').catch(() => { discard = true })
-    throw translate(error)
-  } finally {
-    release(discard)
-  }
+  })
 }
