@@ -65,6 +65,7 @@ function startTypecheck (header: string[], changed: string): void {
   })
 }
 
+const changedFiles = new Set<string>()
 let generateNext = false
 // generate's own writes (src/generated, handlers/index.ts, stubs) belong to the restart under way.
 let generating = false
@@ -100,8 +101,6 @@ async function restart (): Promise<void> {
 function failed (error: unknown): void {
   report('the restart failed; save a file to try again', [String(error)])
 }
-
-const changedFiles = new Set<string>()
 
 function schedule (file: string): void {
   changedFiles.add(file)
