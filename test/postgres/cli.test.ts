@@ -13,7 +13,7 @@ t.test('db migrate and db seed work on a PostgreSQL schema the server has never 
   const migrated = await runCli('db', ['migrate'], env)
   t.equal(migrated.code, 0, migrated.stderr)
   t.equal(migrated.stdout.trim(), 'postgres: schema up to date')
-  t.same(await adminQuery(`SELECT version FROM ${schema.schema}.schema_migrations ORDER BY version`), [{ version: 1 }, { version: 2 }])
+  t.same(await adminQuery(`SELECT version FROM ${schema.schema}.schema_migrations ORDER BY version`), [{ version: 1 }, { version: 2 }, { version: 4 }])
 
   const synthetic = await runCli('db', ['seed', '--synthetic', '25'], env)
   t.equal(synthetic.code, 0, synthetic.stderr)
