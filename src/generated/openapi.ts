@@ -478,7 +478,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "not_found",
-                 *       "message": "no inventory entry for pet 12",
+                 *       "message": "no inventory entry for pet 99",
                  *       "status": 404
                  *     }
                  */
@@ -565,7 +565,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "not_found",
-                 *       "message": "no order with id 42",
+                 *       "message": "no order with id 99",
                  *       "status": 404
                  *     }
                  */
@@ -789,7 +789,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "not_found",
-                 *       "message": "no pet with id 12",
+                 *       "message": "no pet with id 99",
                  *       "status": 404
                  *     }
                  */

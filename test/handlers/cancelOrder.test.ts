@@ -40,8 +40,8 @@ t.test('an approved order can be cancelled; a delivered one cannot', async (t) =
 t.test('an unknown order is 404, a malformed id 400, without a key 401', async (t) => {
   const api = await buildTestApp(t)
   const headers = await roomyHeaders(api)
-  const body = expectError(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/42', headers }), 404, 'not_found')
-  t.equal(body.message, 'no order with id 42')
+  const body = expectError(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/99', headers }), 404, 'not_found')
+  t.equal(body.message, 'no order with id 99')
   expectError(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/abc', headers }), 400, 'invalid_request')
   expectUnauthorized(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/2' }))
   t.equal((await api.request({ method: 'GET', url: '/v1/store/orders/2', headers })).statusCode, 200, 'order 2 is still there')
