@@ -6,7 +6,7 @@ import { handlers as generatedHandlers } from '../handlers/index.js'
 import type { Config } from './config.js'
 import { isNotImplemented } from './http/not-implemented.js'
 import type { HandlerMap } from './http/operation-types.js'
-import { formatValidationErrors } from './http/json-body.js'
+import { formatValidationErrors, jsonBodyParser } from './http/json-body.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
 import { loggerOptions } from './logger.js'
 import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
@@ -87,7 +87,9 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   fastify.setValidatorCompiler(validatorCompiler)
   fastify.setSerializerCompiler(serializerCompiler)
   // Only JSON bodies are accepted; anything else is 415 rather than a string that fails validation.
+  // Fastify's JSON parser stays, wrapped: see jsonBodyParser.
   fastify.removeContentTypeParser('text/plain')
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser(fastify))
 
   await fastify.register(securityHeaders)
   await fastify.register(compress)
