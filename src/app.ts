@@ -99,6 +99,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   fastify.setValidatorCompiler(validatorCompiler)
   fastify.setSerializerCompiler(serializerCompiler)
   // Only JSON bodies are accepted; anything else is 415 rather than a string that fails validation.
+  // Fastify's JSON parser stays, wrapped: see strictJsonParser.
   fastify.removeContentTypeParser('text/plain')
   fastify.removeContentTypeParser('application/json')
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, strictJsonParser(fastify))
