@@ -1,4 +1,4 @@
-/** Every error code of the API with its HTTP status (PRODUCT.md §2); openapi.yaml lists the same codes. */
+/** Every error code of the API with its HTTP status; openapi.yaml lists the same codes. */
 export const errorStatus = {
   invalid_request: 400,
   unauthorized: 401,

@@ -11,7 +11,7 @@ import type { ApiKeyRecord } from '../store/types.js'
 export const MINUTE_MS = 60_000
 export const DAY_MS = 86_400_000
 
-/** The plan whose numbers apply to requests without a valid key (PRODUCT.md §5). */
+/** The plan whose numbers apply to requests without a valid key (x-rate-limit-plans in openapi.yaml). */
 export const ANONYMOUS_PLAN = 'free'
 
 export interface WindowBounds {

@@ -2,7 +2,7 @@ import type { Generated } from 'kysely'
 
 /**
  * The tables of both engines, as Kysely types every query written once for SQLite and PostgreSQL
- * (queries.ts). Column types are what a query reads back on either engine: BIGINT ids are parsed
+ * (shared-queries.ts and src/repositories/). Column types are what a query reads back on either engine: BIGINT ids are parsed
  * as numbers on PostgreSQL (pool.ts), and SQLite has no boolean, so `complete` is 0/1 there.
  * Migrations (sqlite/migrations, postgres/migrations) create the tables; a column added there is
  * added here.

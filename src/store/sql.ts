@@ -1,5 +1,5 @@
 /**
- * SQL shared by every engine. The status rule of PRODUCT.md §3 lives here once:
+ * SQL shared by every engine. The status rule (PetStatus in openapi.yaml) lives here once:
  * sold at 0, pending when open orders reserve at least the stock, available otherwise.
  */
 export const OPEN_ORDER_STATUSES = "('placed', 'approved')"

@@ -53,8 +53,8 @@ function addVary (reply: FastifyReply, field: string): void {
 }
 
 /**
- * Conditional GET and the encoded bodies of GET responses (PRODUCT.md §1, Conditional requests
- * and compression). Every 200 to a GET (and HEAD) with a JSON body gets a strong ETag derived from
+ * Conditional GET and the encoded bodies of GET responses (openapi.yaml, "Headers on every
+ * response"). Every 200 to a GET (and HEAD) with a JSON body gets a strong ETag derived from
  * the body alone (the SHA-256 of its bytes, or for a list version the tree digest JsonList keeps),
  * so equal bodies have equal tags on every instance; a body sent in a
  * content coding has a tag of its own (`"<hash>-br"`, `"<hash>-gzip"`), as RFC 9110 §8.8.3 asks of

@@ -23,7 +23,7 @@ const messages: Partial<Record<string, string>> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'body is not valid JSON, or holds a "__proto__" or "constructor.prototype" key'
 }
 
-/** Turns any error into the Error body of PRODUCT.md §2; internals never leave the process. */
+/** Turns any error into the Error body of openapi.yaml; internals never leave the process. */
 function toErrorBody (error: FastifyError, request: FastifyRequest, reply: FastifyReply): ErrorBody {
   if (error instanceof ApiError) {
     reply.headers(error.headers)

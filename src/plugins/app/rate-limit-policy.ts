@@ -42,7 +42,7 @@ function setHeaders (reply: FastifyReply, limit: number, remaining: number, rese
 }
 
 /**
- * The plan limits of PRODUCT.md §5. The authentication hook calls `app.rateLimits.count` once per
+ * The plan limits of openapi.yaml (x-rate-limit-plans). The authentication hook calls `app.rateLimits.count` once per
  * request under /v1, with the key it identified (or none): every such request counts once in both
  * windows, whatever its answer, except while its client is banned. `@fastify/rate-limit` does the
  * counting, one limiter per window over the shared store (src/plugins/external/rate-limit.ts); its
