@@ -21,7 +21,8 @@ import { join, relative, resolve } from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { projectRoot } from '../src/paths.js'
 import { compare, comparisonLines, describeCheckout, markdownComparison } from './lib/baseline.js'
-import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
+import { encodeCursor } from '../src/http/paging.js'
+import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, type OrderStock, placedOrderIds, plainOrderCount, postgresBackends, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
 import { type Cell, type ConfigId, configTitles, evaluateReferences, evaluateScaleTargets, type FocusedResults, isBare, evaluateTargets, type ListWritesResult, type RevocationResult, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
@@ -110,6 +111,14 @@ interface Workload {
   connections: number
   /** Entries in the dataset it runs on; undefined for the bare ceiling. */
   size: number | undefined
+  /** One of orderDatasets, instead of the plain dataset of `size` entries. */
+  dataset?: keyof typeof orderDatasets
+  /**
+   * The `{seq}` of its requests walks once through these ids over the whole run (warm-up and
+   * rounds), each measurement starting where the one before stopped, for requests that may each
+   * be made once (delivering an order).
+   */
+  sequence?: { first: number, last: number }
   configs: ConfigId[]
   /** What the service and the peer are asked. */
   requests: RequestTemplate[]
@@ -135,6 +144,7 @@ const br = { 'accept-encoding': 'br' }
 const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => ({ method: 'GET', path: `/v1/pets/${i + 1}` }))
 const all: ConfigId[] = ['bare', 'sqlite', 'postgres', 'express']
 const services: ConfigId[] = ['sqlite', 'postgres', 'express']
+const engines: ConfigId[] = ['sqlite', 'postgres']
 // The small requests, where the limiter is a large part of the cost, also run with the limits
 // counted in Redis (what several instances share), and with the Prometheus metrics kept.
 const withRedis: ConfigId[] = ['bare', 'sqlite', 'redis', 'metrics', 'postgres', 'express']
@@ -151,6 +161,50 @@ const scaleOut: ConfigId[] = ['pg-redis', 'nginx']
 const scaleOutRequests: RequestTemplate[] = Array.from({ length: 1000 }, (_, i) => i % 10).flatMap((slot, i) =>
   slot < 4 ? [listRequest[0]!] : slot < 8 ? [getPetRequests[i % 100]!] : slot === 8 ? [{ method: 'GET', path: '/v1/store/orders' }] : [patchRequests[i]!])
 
+// ---- The order workloads (issue 21) and their datasets
+// Each has datasets of its own (seeded through bench/lib/datasets.ts), so that the figures of the
+// workloads above stay comparable with earlier runs, and so that one workload's orders do not
+// change what another's cost: placing an order sums the units its pet's open orders reserve.
+
+/** More units than a run ever orders or delivers (int32, as openapi.yaml allows). */
+const STOCK = 1_000_000_000
+/**
+ * Deliveries per second that no run reaches (on the 2-core VM of the README's figures a PATCH
+ * peaks under 10,000 req/s): the deliver dataset gets enough placed orders for this rate over the
+ * warm-up and every round, so that no PATCH meets an order delivered before. A faster run would
+ * run past the last one and get 404s, counted as errors.
+ */
+const MAX_DELIVERIES_PER_SECOND = 20_000
+const deliverConnections = 50
+const deliverable = Math.ceil(MAX_DELIVERIES_PER_SECOND * (warmupSec + rounds * durationSec)) + (rounds + 1) * deliverConnections
+const ORDER_PAGES = 100
+const orderDatasets = {
+  'place-order': { size: 100, stock: { pets: 100, units: STOCK } },
+  'place-order-idem': { size: 100, stock: { pets: 100, units: STOCK } },
+  deliver: { size: 100, stock: { pets: 100, units: STOCK, placedOrders: deliverable } },
+  // 10,000 orders in all: the plain dataset's 10 and these.
+  'orders-10k': { size: 100, stock: { pets: 100, units: STOCK, placedOrders: ORDER_PAGES * 100 - plainOrderCount(100) } },
+  '100k-stock': { size: 100_000, stock: { pets: 100, units: STOCK } }
+} satisfies Record<string, { size: number, stock: OrderStock }>
+
+const placeOrderRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => ({
+  method: 'POST',
+  path: '/v1/store/orders',
+  body: JSON.stringify({ petId: i + 1, quantity: 1 })
+}))
+// A key no other request sends, in this run or any other: with one key per template, every
+// request after the first pass would get the kept answer replayed instead of placing an order.
+const placeOrderIdemRequests: RequestTemplate[] = placeOrderRequests.map((r) => ({ ...r, headers: { 'idempotency-key': 'bench-{run}-{seq}' } }))
+const deliverIds = placedOrderIds(orderDatasets.deliver.size, orderDatasets.deliver.stock)
+const deliverRequests: RequestTemplate[] = [{ method: 'PATCH', path: '/v1/store/orders/{seq}', body: JSON.stringify({ status: 'delivered' }) }]
+// The first page and the next 99, as each page's Link gives them (checked before the run).
+const orderPageRequests: RequestTemplate[] = Array.from({ length: ORDER_PAGES }, (_, i) => ({
+  method: 'GET',
+  path: i === 0 ? '/v1/store/orders?limit=100' : `/v1/store/orders?limit=100&cursor=${encodeCursor(i * 100)}`
+}))
+// As list-100k-writes, with a placed order where that has a PATCH.
+const listAfterOrderRequests: RequestTemplate[] = placeOrderRequests.flatMap((order) => [...Array<RequestTemplate>(9).fill(listRequest[0]!), order])
+
 const allWorkloads: Workload[] = [
   { id: 'root', title: 'GET / (ceiling)', connections: 50, size: undefined, configs: ['bare'], requests: [], barePath: '/' },
   { id: 'list-100', title: 'GET list, 100', connections: 50, size: 100, configs: withCeiling, requests: listRequest, barePath: '/payload/list-100' },
@@ -166,13 +220,18 @@ const allWorkloads: Workload[] = [
   { id: 'list-100k-br', title: 'GET list, 100,000, br', connections: 10, size: 100_000, configs: ['sqlite'], requests: listRequest, headers: br },
   { id: 'list-10k-writes-gzip', title: 'GET list, 10,000, 1 write in 10, gzip', connections: 50, size: 10_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: gzip },
   { id: 'list-10k-writes-br', title: 'GET list, 10,000, 1 write in 10, br', connections: 50, size: 10_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: br },
-  { id: 'list-100k-writes', title: 'GET list, 100,000, 1 write in 10', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests },
+  { id: 'list-100k-writes', title: 'GET list, 100,000, 1 write in 10', connections: 10, size: 100_000, configs: ['sqlite', 'postgres'], requests: listWithWritesRequests },
   { id: 'list-100k-writes-gzip', title: 'GET list, 100,000, 1 write in 10, gzip', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: gzip },
   { id: 'list-100k-writes-br', title: 'GET list, 100,000, 1 write in 10, br', connections: 10, size: 100_000, configs: ['sqlite'], requests: listWithWritesRequests, headers: br },
   // Bare Fastify answers these two from a Map (bench/servers/bare.ts): their ceiling without auth, limits or storage.
   { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: withCeiling, requests: patchRequests },
   { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: withRedis, requests: getPetRequests },
-  { id: 'scale-out', title: 'mix: 4 list 100, 4 pet, 1 orders, 1 PATCH', connections: 50, size: 100, configs: scaleOut, requests: scaleOutRequests }
+  { id: 'scale-out', title: 'mix: 4 list 100, 4 pet, 1 orders, 1 PATCH', connections: 50, size: 100, configs: scaleOut, requests: scaleOutRequests },
+  { id: 'place-order', title: 'POST order', connections: 50, size: 100, dataset: 'place-order', configs: engines, requests: placeOrderRequests },
+  { id: 'place-order-idem', title: 'POST order, Idempotency-Key', connections: 50, size: 100, dataset: 'place-order-idem', configs: engines, requests: placeOrderIdemRequests },
+  { id: 'deliver', title: 'PATCH order: delivered', connections: deliverConnections, size: 100, dataset: 'deliver', configs: engines, requests: deliverRequests, sequence: deliverIds },
+  { id: 'orders-pages', title: 'GET orders, 100 pages of 100', connections: 50, size: 100, dataset: 'orders-10k', configs: engines, requests: orderPageRequests },
+  { id: 'list-100k-after-order', title: 'GET list, 100,000, 1 order in 10', connections: 10, size: 100_000, dataset: '100k-stock', configs: engines, requests: listAfterOrderRequests }
 ]
 // What --baseline compares unless --only names others.
 const abWorkloads = ['list-100', 'patch', 'get-pet']
@@ -192,11 +251,13 @@ if (twoCores) pinSelf(1)
 
 const scratch = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
 const servers = new Map<string, ServerHandle>()
-/** nginx in front of the instances of a configuration, by `${config}-${size}`. */
+/** nginx in front of the instances of a configuration, by `${config}-${dataset}`. */
 const proxies = new Map<string, ProxyHandle>()
 /** The instances behind each proxy (also in `servers`, which stops them). */
 const instanceGroups = new Map<string, ServerHandle[]>()
 const pgDatabases: string[] = []
+/** The PostgreSQL database of each service (by server name, as targetFor names it). */
+const pgDatabaseOf = new Map<string, string>()
 let cleaned = false
 
 async function cleanup () {
@@ -247,10 +308,13 @@ if (nginx === undefined && workloads.some((w) => w.configs.includes('nginx'))) {
   for (const w of workloads) w.configs = w.configs.filter((c) => c !== 'nginx')
 }
 
-const sizes = [...new Set(workloads.filter((w) => w.size !== undefined && w.configs.some((c) => !isBare(c))).map((w) => w.size!))]
+/** The dataset a workload runs on: its plain one is named by its size, the others are orderDatasets. */
+const datasetOf = (w: Workload) => w.dataset ?? String(w.size)
+const datasetIds = [...new Set(workloads.filter((w) => w.size !== undefined && w.configs.some((c) => !isBare(c))).map(datasetOf))]
 // The payload ceiling sends the service's own list bytes, so it needs the SQLite service too.
-for (const w of workloads) if (w.size !== undefined && w.configs.includes('bare') && !sizes.includes(w.size)) sizes.push(w.size)
-const needed = (config: ConfigId, size?: number) => workloads.some((w) => w.configs.includes(config) && (size === undefined || w.size === size))
+for (const w of workloads) if (w.size !== undefined && w.configs.includes('bare') && !datasetIds.includes(datasetOf(w))) datasetIds.push(datasetOf(w))
+const needed = (config: ConfigId, dataset?: string) => workloads.some((w) => w.configs.includes(config) && (dataset === undefined || datasetOf(w) === dataset))
+const isOrderDataset = (id: string): id is keyof typeof orderDatasets => Object.hasOwn(orderDatasets, id)
 
 const keys = new Map<string, string>()
 const serviceEnv = { SEED: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production' }
@@ -271,73 +335,76 @@ if (!args.tsx) {
   if (build.status !== 0) note('tsc reported type errors (the JavaScript it emitted is benchmarked all the same)')
 }
 
-console.log(`Preparing ${sizes.map((s) => s.toLocaleString('en')).join(' / ')}-entry datasets in ${scratch}`)
+console.log(`Preparing datasets ${datasetIds.map((id) => isOrderDataset(id) ? id : Number(id).toLocaleString('en')).join(' / ')} in ${scratch}`)
 const starts: Promise<void>[] = []
-for (const size of sizes) {
-  const file = join(scratch, `service-${size}.db`)
-  const key = await seedDatabase(`sqlite:${file}`, size)
-  keys.set(`sqlite-${size}`, key)
+for (const id of datasetIds) {
+  const { size, stock } = isOrderDataset(id) ? orderDatasets[id] : { size: Number(id), stock: undefined }
+  const file = join(scratch, `service-${id}.db`)
+  const key = await seedDatabase(`sqlite:${file}`, size, stock)
+  keys.set(`sqlite-${id}`, key)
   // Every other SQLite configuration gets a copy of the same file (seedDatabase has closed it).
   const copyFor = (config: ConfigId) => {
-    const copy = join(scratch, `${config}-${size}.db`)
+    const copy = join(scratch, `${config}-${id}.db`)
     copyFileSync(file, copy)
-    keys.set(`${config}-${size}`, key)
+    keys.set(`${config}-${id}`, key)
     return copy
   }
-  starts.push(startServer({ name: `sqlite-${size}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: `sqlite:${file}` }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `sqlite-${size}`) })
+  starts.push(startServer({ name: `sqlite-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: `sqlite:${file}` }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `sqlite-${id}`) })
     .then((s) => { servers.set(s.name, s) }))
-  if (needed('redis', size)) {
+  if (needed('redis', id)) {
     const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('redis')}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }
-    starts.push(startServer({ name: `redis-${size}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${size}`) })
+    starts.push(startServer({ name: `redis-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
-  if (needed('metrics', size)) {
+  if (needed('metrics', id)) {
     // METRICS_PORT=0: a listener on a free port; nothing scrapes it, as between two scrapes.
     const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('metrics')}`, METRICS_PORT: '0' }
-    starts.push(startServer({ name: `metrics-${size}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `metrics-${size}`) })
+    starts.push(startServer({ name: `metrics-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `metrics-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
-  if (baselineDir !== undefined && needed('baseline', size)) {
+  if (baselineDir !== undefined && needed('baseline', id)) {
     // The baseline runs from its own checkout, so it loads its own openapi.yaml and node_modules.
-    starts.push(startServer({ name: `baseline-${size}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${size}`) })
+    starts.push(startServer({ name: `baseline-${id}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
-  if (needed('express', size)) {
+  if (needed('express', id)) {
     const peerFile = copyFor('express')
-    starts.push(startServer({ name: `express-${size}`, entry: join(benchDir, 'peers', 'express.ts'), env: { DATABASE_URL: `sqlite:${peerFile}`, NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore })
+    starts.push(startServer({ name: `express-${id}`, entry: join(benchDir, 'peers', 'express.ts'), env: { DATABASE_URL: `sqlite:${peerFile}`, NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore })
       .then((s) => { servers.set(s.name, s) }))
   }
-  if (needed('postgres', size)) {
-    const name = `petstore_bench_${process.pid}_${size}`
+  if (needed('postgres', id)) {
+    const name = `petstore_bench_${process.pid}_${id.replace(/-/g, '_')}`
     const url = await createPostgresDatabase(adminPgUrl, name)
     pgDatabases.push(name)
-    keys.set(`postgres-${size}`, await seedDatabase(url, size))
-    starts.push(startServer({ name: `postgres-${size}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${size}`) })
+    pgDatabaseOf.set(`postgres-${id}`, name)
+    keys.set(`postgres-${id}`, await seedDatabase(url, size, stock))
+    starts.push(startServer({ name: `postgres-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   // Scale-out: each configuration on a database of its own; the two instances behind nginx share
   // theirs, and both configurations count their limits in Redis.
   for (const config of scaleOut) {
-    if (!needed(config, size)) continue
-    const name = `petstore_bench_${process.pid}_${size}_${config.replace('-', '_')}`
+    if (!needed(config, id)) continue
+    const name = `petstore_bench_${process.pid}_${id.replace(/-/g, '_')}_${config.replace('-', '_')}`
     const url = await createPostgresDatabase(adminPgUrl, name)
     pgDatabases.push(name)
-    keys.set(`${config}-${size}`, await seedDatabase(url, size))
+    pgDatabaseOf.set(`${config}-${id}`, name)
+    keys.set(`${config}-${id}`, await seedDatabase(url, size, stock))
     const env = { ...serviceEnv, DATABASE_URL: url, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }
     const start = (instance: string, extra: Record<string, string> = {}) =>
       startServer({ name: instance, entry: serviceEntry, env: { ...env, ...extra }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, instance) })
         .then((s) => { servers.set(s.name, s); return s })
     if (config === 'pg-redis') {
-      starts.push(start(`pg-redis-${size}`).then(() => {}))
+      starts.push(start(`pg-redis-${id}`).then(() => {}))
       continue
     }
     // Both instances on the servers' core, as the one instance is; nginx on the generator's.
-    starts.push(Promise.all([`nginx-a-${size}`, `nginx-b-${size}`].map((instance) => start(instance, { TRUST_PROXY: 'loopback' })))
+    starts.push(Promise.all([`nginx-a-${id}`, `nginx-b-${id}`].map((instance) => start(instance, { TRUST_PROXY: 'loopback' })))
       .then(async (instances) => {
-        instanceGroups.set(`nginx-${size}`, instances)
-        proxies.set(`nginx-${size}`, await startNginx({
+        instanceGroups.set(`nginx-${id}`, instances)
+        proxies.set(`nginx-${id}`, await startNginx({
           binary: nginx!,
-          dir: join(scratch, `nginx-${size}`),
+          dir: join(scratch, `nginx-${id}`),
           port: await freePort(),
           upstreams: instances.map((s) => new URL(s.baseUrl).host),
           core: generatorCore
@@ -358,26 +425,26 @@ const payloadDir = join(scratch, 'payloads')
 mkdirSync(payloadDir)
 let limiterSeen: boolean | undefined
 const withoutLimiter = new Set<string>()
-for (const size of sizes) {
+for (const id of datasetIds) {
   const get = async (config: ConfigId) => {
-    const baseUrl = (proxies.get(`${config}-${size}`) ?? servers.get(`${config}-${size}`))?.baseUrl
+    const baseUrl = (proxies.get(`${config}-${id}`) ?? servers.get(`${config}-${id}`))?.baseUrl
     if (baseUrl === undefined) return undefined
-    const res = await fetch(`${baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${keys.get(`${config}-${size}`)}` } })
+    const res = await fetch(`${baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${keys.get(`${config}-${id}`)}` } })
     const body = await res.text()
     if (res.status !== 200) {
       await cleanup()
-      throw new Error(`${config}-${size}: GET /v1/inventory answered ${res.status}: ${body.slice(0, 300)}`)
+      throw new Error(`${config}-${id}: GET /v1/inventory answered ${res.status}: ${body.slice(0, 300)}`)
     }
     if (config !== 'express' && !res.headers.has('x-ratelimit-limit')) withoutLimiter.add(configTitles[config])
     if (config === 'sqlite') limiterSeen = res.headers.has('x-ratelimit-limit')
     return body
   }
   const reference = await get('sqlite')
-  writeFileSync(join(payloadDir, `list-${size}`), reference!)
+  if (!isOrderDataset(id)) writeFileSync(join(payloadDir, `list-${id}`), reference!)
   for (const config of ['redis', 'metrics', 'postgres', 'express', 'baseline', ...scaleOut] as const) {
     const body = await get(config)
     if (body !== undefined && JSON.stringify(JSON.parse(body)) !== JSON.stringify(JSON.parse(reference!))) {
-      note(`${config}-${size} sends a different list than sqlite-${size} (${body.length} vs ${reference!.length} bytes)`)
+      note(`${config}-${id} sends a different list than sqlite-${id} (${body.length} vs ${reference!.length} bytes)`)
     }
   }
 }
@@ -391,15 +458,33 @@ if (needed('bare') || needed('ceiling')) {
   }
 }
 
+// The page URLs of orders-pages must be the ones the service links: walk them once.
+for (const config of workloads.find((w) => w.id === 'orders-pages')?.configs ?? []) {
+  const w = allWorkloads.find((x) => x.id === 'orders-pages')!
+  const { baseUrl } = targetFor(w, config)
+  for (const [i, page] of w.requests.entries()) {
+    const res = await fetch(baseUrl + page.path, { headers: { authorization: `Bearer ${keys.get(`${config}-${datasetOf(w)}`)}` } })
+    const orders = await res.json() as unknown[]
+    const next = w.requests[i + 1]
+    const link = res.headers.get('link')
+    if (res.status !== 200 || orders.length !== 100 || link !== (next === undefined ? null : `<${next.path}>; rel="next"`)) {
+      await cleanup()
+      throw new Error(`orders-pages on ${config}: ${page.path} answered ${res.status} with ${orders.length} orders and Link ${link}, not the page its workload expects`)
+    }
+  }
+}
+
 // ---- Measurement ----------------------------------------------------------------------------
 
 /** Where a configuration's load goes, and the processes whose CPU time is the service's (and the proxy's). */
 function targetFor (w: Workload, config: ConfigId) {
-  const name = isBare(config) ? 'bare' : `${config}-${w.size ?? 100}`
+  const name = isBare(config) ? 'bare' : `${config}-${datasetOf(w)}`
   const proxy = proxies.get(name)
   const instances = instanceGroups.get(name) ?? [servers.get(name)!]
-  return { baseUrl: proxy?.baseUrl ?? instances[0]!.baseUrl, pids: instances.map((s) => s.pid), proxy }
+  return { name, baseUrl: proxy?.baseUrl ?? instances[0]!.baseUrl, pids: instances.map((s) => s.pid), proxy }
 }
+/** Where each server's walk through a workload's `sequence` has got to. */
+const nextInSequence = new Map<string, number>()
 const sum = (values: (number | undefined)[]) => values.reduce<number>((a, b) => a + (b ?? 0), 0)
 
 async function measure (w: Workload, config: ConfigId, seconds: number, round: number) {
@@ -407,7 +492,7 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
   const requests: RequestTemplate[] = config === 'ceiling'
     ? [{ method: 'GET', path: '/' }]
     : config === 'bare' && w.barePath !== undefined ? [{ method: 'GET', path: w.barePath }] : w.requests
-  const headers: Record<string, string> = isBare(config) ? {} : { authorization: `Bearer ${keys.get(`${config}-${w.size ?? 100}`)}`, ...w.headers }
+  const headers: Record<string, string> = isBare(config) ? {} : { authorization: `Bearer ${keys.get(`${config}-${datasetOf(w)}`)}`, ...w.headers }
   if (requests.some((r) => r.body !== undefined)) headers['content-type'] = 'application/json'
 
   for (const pid of target.pids) await waitIdle(pid)
@@ -424,7 +509,11 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
   const cpuBefore = target.pids.map((pid) => cpuSeconds(pid) ?? 0)
   const proxyPids = target.proxy?.pids() ?? []
   const proxyCpuBefore = sum(proxyPids.map(cpuSeconds))
+  // PostgreSQL's processes serving this service: those there now, and any its pool opens meanwhile.
+  const database = pgDatabaseOf.get(target.name)
+  const dbCpuBefore = new Map((database === undefined ? [] : await postgresBackends(adminPgUrl, database)).map((pid) => [pid, cpuSeconds(pid) ?? 0]))
   const machineBefore = machineJiffies()
+  const firstSeq = w.sequence === undefined ? undefined : nextInSequence.get(target.name) ?? w.sequence.first
   const result = await runLoad(generator, {
     baseUrl: target.baseUrl,
     requests,
@@ -433,16 +522,24 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
     durationSec: seconds,
     timeoutSec: 30,
     core: generatorCore,
-    scratchDir: scratch
+    scratchDir: scratch,
+    firstSeq
   })
   clearInterval(poller)
+  if (w.sequence !== undefined) {
+    // The requests still open when the load stopped may have been served too: skip past them.
+    nextInSequence.set(target.name, firstSeq! + result.requests + w.connections)
+    if (firstSeq! + result.requests - 1 > w.sequence.last) note(`${w.id} on ${config} ran past the last of its ids (${w.sequence.last}): its requests from there on got 404`)
+  }
   const serverCpuSeconds = sum(target.pids.map((pid, i) => (cpuSeconds(pid) ?? cpuBefore[i]!) - cpuBefore[i]!))
   const proxyCpuSeconds = sum(proxyPids.map(cpuSeconds)) - proxyCpuBefore
+  const dbCpuSeconds = database === undefined ? undefined : sum((await postgresBackends(adminPgUrl, database)).map((pid) => (cpuSeconds(pid) ?? 0) - (dbCpuBefore.get(pid) ?? 0)))
   const machineAfter = machineJiffies()
   const busyCores = coreCount() * (machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total)
   const serverCpu = serverCpuSeconds / result.seconds
   const generatorCpuShare = result.generatorCpu / result.seconds
   const proxyCpuShare = proxyCpuSeconds / result.seconds
+  const dbCpuShare = (dbCpuSeconds ?? 0) / result.seconds
   const peakRss = resettable ? Math.max(...target.pids.map((pid) => peakRssBytes(pid) ?? 0)) || polledPeak : polledPeak
   return {
     ...result,
@@ -450,8 +547,9 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
     peakRss: peakRss || undefined,
     serverCpu,
     cpuPerRequest: serverCpuSeconds * 1e6 / Math.max(1, result.requests),
+    ...(dbCpuSeconds === undefined ? {} : { dbCpuPerRequest: dbCpuSeconds * 1e6 / Math.max(1, result.requests) }),
     ...(target.proxy === undefined ? {} : { proxyCpuPerRequest: proxyCpuSeconds * 1e6 / Math.max(1, result.requests) }),
-    otherCpu: Math.max(0, busyCores - serverCpu - generatorCpuShare - proxyCpuShare)
+    otherCpu: Math.max(0, busyCores - serverCpu - generatorCpuShare - proxyCpuShare - dbCpuShare)
   }
 }
 
@@ -483,7 +581,7 @@ try {
       for (const config of order) {
         const sample = await measure(w, config, durationSec, round)
         cells.find((c) => c.workload === w.id && c.config === config)!.samples.push(sample)
-        console.log(`round ${round}/${rounds} ${w.id.padEnd(13)} ${config.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p50 ${sample.p50.toFixed(2).padStart(7)} ms  p99 ${sample.p99.toFixed(2).padStart(7)} ms  errors ${sample.non2xx + sample.socketErrors}  server CPU ${(sample.serverCpu * 100).toFixed(0)}% ${sample.cpuPerRequest.toFixed(0)} µs/req`)
+        console.log(`round ${round}/${rounds} ${w.id.padEnd(21)} ${config.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p50 ${sample.p50.toFixed(2).padStart(7)} ms  p99 ${sample.p99.toFixed(2).padStart(7)} ms  errors ${sample.non2xx + sample.socketErrors}  server CPU ${(sample.serverCpu * 100).toFixed(0)}% ${sample.cpuPerRequest.toFixed(0)} µs/req`)
       }
     }
   }
@@ -618,7 +716,9 @@ Figures are medians over rounds; errors are summed (non-2xx responses and socket
 Peak RSS is the server process's high-water mark during the measurement. "server CPU" is the
 share of its core the server used (below ~95 % for bare Fastify means something else was the limit:
 the load generator, or other processes, see "other CPU"); "CPU µs/req" is the server's CPU time per response, steadier than req/s
-on a busy machine; "other CPU" is cores used by anything else on the machine (noise).
+on a busy machine; "PG µs/req" is the CPU time of the PostgreSQL processes serving the service's
+connections per response (on SQLite the database's work is in the service's own figure); "other
+CPU" is cores used by anything else on the machine (noise).
 
 ${markdownTable(cells)}
 

@@ -50,7 +50,7 @@ function startServer (): void {
 let typecheck: ChildProcess | undefined
 
 /** tsc --noEmit over the project; a newer change cancels the run still going. */
-function startTypecheck (header: string[]): void {
+function startTypecheck (header: string[], changed: string): void {
   typecheck?.kill('SIGTERM')
   const child = spawn(process.execPath, [tsc, '--noEmit', '--pretty', 'false'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
   typecheck = child
@@ -60,10 +60,12 @@ function startTypecheck (header: string[]): void {
   child.on('close', (code, signal) => {
     if (signal !== null || typecheck !== child) return
     const errors = output.split('\n').filter((line) => line.trim() !== '')
-    report(code === 0 ? 'no type errors' : `type errors (npm run typecheck), ${errors.filter((line) => / error TS\d+/.test(line)).length}`, [...header, ...errors])
+    const title = code === 0 ? 'no type errors' : `type errors (npm run typecheck), ${errors.filter((line) => / error TS\d+/.test(line)).length}`
+    report(`${title}${changed}`, [...header, ...errors])
   })
 }
 
+const changedFiles = new Set<string>()
 let generateNext = false
 // generate's own writes (src/generated, handlers/index.ts, stubs) belong to the restart under way.
 let generating = false
@@ -74,6 +76,8 @@ let busy: Promise<void> = Promise.resolve()
 /** One restart: generate when openapi.yaml changed, a new server, then the type check beside it. */
 async function restart (): Promise<void> {
   const header: string[] = []
+  const changed = changedFiles.size === 0 ? '' : `; after a change of ${[...changedFiles].sort().join(', ')}`
+  changedFiles.clear()
   if (generateNext) {
     generateNext = false
     generating = true
@@ -91,7 +95,7 @@ async function restart (): Promise<void> {
   stopping ??= stopServer().finally(() => { stopping = undefined })
   await stopping
   startServer()
-  startTypecheck(header)
+  startTypecheck(header, changed)
 }
 
 function failed (error: unknown): void {
@@ -99,6 +103,7 @@ function failed (error: unknown): void {
 }
 
 function schedule (file: string): void {
+  changedFiles.add(file)
   if (file === 'openapi.yaml') generateNext = true
   clearTimeout(pending)
   pending = setTimeout(() => { busy = busy.then(restart).catch(failed) }, DEBOUNCE_MS)

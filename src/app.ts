@@ -42,6 +42,8 @@ export interface AppOptions {
   now?: () => number
   /** How often expired Idempotency-Key records are removed (tests shorten it). */
   idempotencySweepMs?: number | undefined
+  /** Monotonic milliseconds (performance.now by default); /readyz's reuse of a result reads it. */
+  monotonicNow?: () => number
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
@@ -97,6 +99,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   fastify.setValidatorCompiler(validatorCompiler)
   fastify.setSerializerCompiler(serializerCompiler)
   // Only JSON bodies are accepted; anything else is 415 rather than a string that fails validation.
+  // Fastify's JSON parser stays, wrapped: see strictJsonParser.
   fastify.removeContentTypeParser('text/plain')
   fastify.removeContentTypeParser('application/json')
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, strictJsonParser(fastify))
@@ -126,7 +129,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   await fastify.register(repositories, { now, sweepIntervalMs: options.idempotencySweepMs })
   await fastify.register(rateLimitPolicy, { plans: document.plans, banAfter: config.rateLimitBanAfter, now })
 
-  await fastify.register(health)
+  await fastify.register(health, { clock: options.monotonicNow })
   await fastify.register(openapiDocument, { served })
   await fastify.register(v1, { prefix: '/v1', document, handlers, publicBaseUrl: config.publicBaseUrl, now })
 }

@@ -16,7 +16,7 @@ function startupFailed (line: string): never {
 
 const isStorageError = (error: unknown) => {
   const { name, code } = error as { name?: unknown, code?: unknown }
-  return name === 'StoreUnavailableError' || name === 'SqliteError' || name === 'DatabaseError' ||
+  return name === 'StoreUnavailableError' || name === 'SqliteError' || name === 'DatabaseError' || name === 'ForeignDatabaseError' ||
     (typeof code === 'string' && /^(SQLITE_|ECONNREFUSED|ENOTFOUND|EACCES|ENOENT|3D000|28)/.test(code))
 }
 

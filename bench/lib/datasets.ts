@@ -1,18 +1,40 @@
 /**
  * Fresh databases for the benchmark, filled through the service's own store module:
  * N synthetic pets with an inventory entry each (addSyntheticPets), an open order on every tenth
- * pet (so all three statuses occur), and one enterprise key with limits that never bind. Also the
- * Redis the rate limiter can count in, and its clean-up.
+ * pet (so all three statuses occur), and one enterprise key with limits that never bind; the
+ * order workloads' datasets add stock and placed orders (OrderStock). Also the Redis the rate
+ * limiter can count in, and its clean-up.
  */
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { issueApiKey } from '../../src/store/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
-import type { Order } from '../../src/store/types.js'
+import type { Order, Store } from '../../src/store/types.js'
 
 /** High enough that no run reaches them; both fit a 32-bit integer column. */
 export const BENCH_LIMITS = { perMinute: 2_000_000_000, perDay: 2_000_000_000 }
+
+/** The plain dataset's orders: ids 1 to this, one on every tenth pet. */
+export const plainOrderCount = (size: number) => Math.floor(size / 10)
+
+/**
+ * What an order workload's dataset has besides the plain one: pets 1…`pets` with `units` in stock
+ * each, and `placedOrders` open orders of one unit, on those pets in turn, with the ids that follow
+ * the plain orders' (placedOrderIds).
+ */
+export interface OrderStock {
+  pets: number
+  units: number
+  placedOrders?: number
+}
+
+/** The ids of an OrderStock's placed orders. */
+export const placedOrderIds = (size: number, stock: OrderStock) =>
+  ({ first: plainOrderCount(size) + 1, last: plainOrderCount(size) + (stock.placedOrders ?? 0) })
+
+/** Orders per import: each batch is one transaction, and only one batch is in memory at a time. */
+const ORDER_BATCH = 50_000
 
 function ordersFor (size: number): Order[] {
   const orders: Order[] = []
@@ -23,16 +45,30 @@ function ordersFor (size: number): Order[] {
 }
 
 /** Fills a fresh database; returns the secret of its enterprise key. */
-export async function seedDatabase (databaseUrl: string, size: number): Promise<string> {
+export async function seedDatabase (databaseUrl: string, size: number, stock?: OrderStock): Promise<string> {
   const store = await createStore(databaseUrl)
   try {
     await store.migrate()
     if (await store.countPets() !== 0) throw new Error(`${databaseUrl} is not empty`)
     await addSyntheticPets(store, size)
     await store.importCatalogue({ orders: ordersFor(size) })
+    if (stock !== undefined) await addOrderStock(store, size, stock)
     return (await issueApiKey(store, { name: 'benchmark', plan: 'enterprise', ...BENCH_LIMITS })).secret
   } finally {
     await store.close()
+  }
+}
+
+async function addOrderStock (store: Store, size: number, stock: OrderStock): Promise<void> {
+  if (stock.pets > size) throw new Error(`cannot stock ${stock.pets} pets in a dataset of ${size}`)
+  await store.importCatalogue({ inventory: Array.from({ length: stock.pets }, (_, i) => ({ petId: i + 1, quantity: stock.units })) })
+  const { first, last } = placedOrderIds(size, stock)
+  for (let from = first; from <= last; from += ORDER_BATCH) {
+    const orders: Order[] = []
+    for (let id = from; id <= Math.min(last, from + ORDER_BATCH - 1); id++) {
+      orders.push({ id, petId: (id % stock.pets) + 1, quantity: 1, shipDate: '2026-01-15T10:00:00.000Z', status: 'placed', complete: false })
+    }
+    await store.importCatalogue({ orders })
   }
 }
 
@@ -57,6 +93,21 @@ export async function postgresUnavailable (adminUrl: string): Promise<string | u
 }
 
 export const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')
+
+/**
+ * The processes of PostgreSQL serving the connections to one database (the service's pool): their
+ * CPU time is the database's share of a request, which the service process's own leaves out.
+ */
+export async function postgresBackends (adminUrl: string, database: string): Promise<number[]> {
+  const client = new pg.Client({ connectionString: adminUrl })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])
+    return rows.map((r) => r.pid)
+  } finally {
+    await client.end()
+  }
+}
 
 /** Creates a database of its own for one dataset; returns its URL. */
 export async function createPostgresDatabase (adminUrl: string, name: string): Promise<string> {

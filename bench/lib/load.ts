@@ -4,16 +4,29 @@
  * autocannon's own histogram rounds to whole milliseconds, so its per-response times are recorded here.
  */
 import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { cpuSeconds } from './proc.js'
 
+/**
+ * One request of a workload. Its path and the values of its own headers may hold placeholders,
+ * filled in for each request as it is sent: `{seq}`, a counter of the run's requests made from
+ * templates with placeholders (from LoadSpec.firstSeq), and `{run}`, a random text chosen per run.
+ * They give what no fixed request can: an Idempotency-Key that no other request of any run
+ * sends (`{run}-{seq}`), or a walk through ids that are each used once (`/orders/{seq}`).
+ */
 export interface RequestTemplate {
-  method: 'GET' | 'PATCH'
+  method: 'GET' | 'POST' | 'PATCH'
   path: string
   body?: string
+  /** Headers of this request besides LoadSpec.headers. */
+  headers?: Record<string, string>
 }
+
+const PLACEHOLDER = /\{(seq|run)\}/
+const hasPlaceholders = (t: RequestTemplate) => PLACEHOLDER.test(t.path) || Object.values(t.headers ?? {}).some((v) => PLACEHOLDER.test(v))
 
 export interface LoadSpec {
   baseUrl: string
@@ -27,6 +40,8 @@ export interface LoadSpec {
   core: number | undefined
   /** Where scratch files (wrk's Lua script) go. */
   scratchDir: string
+  /** The first `{seq}`; default 1. */
+  firstSeq?: number | undefined
 }
 
 export interface LoadResult {
@@ -49,30 +64,48 @@ export const WRK = '/usr/bin/wrk'
 export const defaultGenerator = (): Generator => existsSync(WRK) ? 'wrk' : 'autocannon'
 
 export function runLoad (generator: Generator, spec: LoadSpec): Promise<LoadResult> {
-  return generator === 'wrk' ? runWrk(spec) : runAutocannon(spec)
+  const runId = randomBytes(6).toString('hex')
+  return generator === 'wrk' ? runWrk(spec, runId) : runAutocannon(spec, runId)
 }
 
 const luaString = (text: string) => JSON.stringify(text) // a JSON string literal is a valid Lua string literal for ASCII
 
-function wrkScript (spec: LoadSpec): string {
+function wrkScript (spec: LoadSpec, runId: string): string {
   const headers = Object.entries(spec.headers).map(([k, v]) => `wrk.headers[${luaString(k)}] = ${luaString(v)}`).join('\n')
   const first = spec.requests[0]!
   const lines = [headers]
-  if (spec.requests.length === 1 && first.body === undefined) {
+  if (spec.requests.length === 1 && first.body === undefined && first.headers === undefined) {
     lines.push(`wrk.method = ${luaString(first.method)}`, `wrk.path = ${luaString(first.path)}`)
   } else {
-    const entries = spec.requests.map((r) => `{${luaString(r.method)}, ${luaString(r.path)}, ${r.body === undefined ? 'nil' : luaString(r.body)}}`)
+    const luaTable = (h: Record<string, string> | undefined) => h === undefined ? 'nil' : `{${Object.entries(h).map(([k, v]) => `[${luaString(k)}] = ${luaString(v)}`).join(', ')}}`
+    const entries = spec.requests.map((r) => `{${luaString(r.method)}, ${luaString(r.path)}, ${r.body === undefined ? 'nil' : luaString(r.body)}, ${luaTable(r.headers)}, ${String(hasPlaceholders(r))}}`)
     lines.push(
       `local templates = {${entries.join(',\n')}}`,
       'local prepared = {}',
       'local n = #templates',
       'local i = 0',
+      `local values = {seq = ${(spec.firstSeq ?? 1) - 1}, run = ${luaString(runId)}}`,
+      // wrk.format uses the headers it is given instead of wrk.headers, so a request's own headers
+      // are added to a copy of them.
+      'local function headersOf (own)',
+      '  if own == nil then return nil end',
+      '  local h = {}',
+      '  for k, v in pairs(wrk.headers) do h[k] = v end',
+      '  for k, v in pairs(own) do h[k] = string.gsub(v, "{(%a+)}", values) end',
+      '  return h',
+      'end',
       'init = function (args)',
-      '  for k, t in ipairs(templates) do prepared[k] = wrk.format(t[1], t[2], nil, t[3]) end',
+      '  for k, t in ipairs(templates) do',
+      '    if not t[5] then prepared[k] = wrk.format(t[1], t[2], headersOf(t[4]), t[3]) end',
+      '  end',
       'end',
       'request = function ()',
       '  i = i % n + 1',
-      '  return prepared[i]',
+      '  local ready = prepared[i]',
+      '  if ready then return ready end',
+      '  local t = templates[i]',
+      '  values.seq = values.seq + 1',
+      '  return wrk.format(t[1], (string.gsub(t[2], "{(%a+)}", values)), headersOf(t[4]), t[3])',
       'end'
     )
   }
@@ -87,9 +120,10 @@ function wrkScript (spec: LoadSpec): string {
   return lines.join('\n') + '\n'
 }
 
-async function runWrk (spec: LoadSpec): Promise<LoadResult> {
+async function runWrk (spec: LoadSpec, runId: string): Promise<LoadResult> {
   const script = join(spec.scratchDir, 'wrk-script.lua')
-  writeFileSync(script, wrkScript(spec))
+  // One thread (-t1), so one Lua state counts {seq}: no two requests get the same number.
+  writeFileSync(script, wrkScript(spec, runId))
   const args = ['-t1', `-c${spec.connections}`, `-d${spec.durationSec}s`, `--timeout`, `${spec.timeoutSec}s`, '-s', script, spec.baseUrl]
   const child = spec.core === undefined ? spawn(WRK, args) : spawn('taskset', ['-c', String(spec.core), WRK, ...args])
   let out = ''
@@ -119,9 +153,12 @@ async function runWrk (spec: LoadSpec): Promise<LoadResult> {
   }
 }
 
-async function runAutocannon (spec: LoadSpec): Promise<LoadResult> {
+async function runAutocannon (spec: LoadSpec, runId: string): Promise<LoadResult> {
   const templates = spec.requests
   let next = 0
+  const dynamic = templates.map(hasPlaceholders)
+  let seq = (spec.firstSeq ?? 1) - 1
+  const fill = (text: string) => text.replace(/\{(seq|run)\}/g, (_, name: string) => name === 'seq' ? String(seq) : runId)
   const latencies: number[] = []
   const cpuBefore = process.cpuUsage()
   const instance = autocannon({
@@ -133,8 +170,11 @@ async function runAutocannon (spec: LoadSpec): Promise<LoadResult> {
     requests: [{
       setupRequest: (request: Record<string, unknown>) => {
         const t = templates[next]!
+        const fresh = dynamic[next]!
         next = (next + 1) % templates.length
-        return { ...request, method: t.method, path: t.path, body: t.body }
+        if (fresh) seq++
+        const own = Object.entries(t.headers ?? {}).map(([k, v]) => [k, fresh ? fill(v) : v])
+        return { ...request, method: t.method, path: fresh ? fill(t.path) : t.path, body: t.body, headers: { ...spec.headers, ...Object.fromEntries(own) } }
       }
     }]
   })

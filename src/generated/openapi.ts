@@ -164,7 +164,8 @@ export interface paths {
          * @description Cancels an open order (`placed` or `approved`): it is deleted and its reservation freed,
          *     which shows at once in `GET /v1/inventory` (status and `ETag`). The answer is `204`
          *     without a body. A delivered order cannot be cancelled: `409 invalid_transition`. An
-         *     unknown order, or one already cancelled, is `404`.
+         *     unknown order, or one already cancelled, is `404`. The request has no body; a
+         *     `Content-Type: application/json` sent with none, as some clients do, is accepted.
          */
         delete: operations["cancelOrder"];
         options?: never;
@@ -478,7 +479,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "not_found",
-                 *       "message": "no inventory entry for pet 12",
+                 *       "message": "no inventory entry for pet 99",
                  *       "status": 404
                  *     }
                  */
@@ -565,7 +566,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "not_found",
-                 *       "message": "no order with id 42",
+                 *       "message": "no order with id 99",
                  *       "status": 404
                  *     }
                  */
@@ -805,7 +806,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "not_found",
-                 *       "message": "no pet with id 12",
+                 *       "message": "no pet with id 99",
                  *       "status": 404
                  *     }
                  */

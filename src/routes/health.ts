@@ -15,7 +15,9 @@ export const READINESS_REUSE_MS = 1000
  * for those same checks: however often /readyz is called, the dependencies are asked about at
  * most once a second.
  */
-export default async function health (app: FastifyInstance) {
+export default async function health (app: FastifyInstance, options: { clock?: () => number } = {}) {
+  // Monotonic time, not the app's clock: the tests move that one to drive rate-limit windows.
+  const clock = options.clock ?? (() => performance.now())
   const checks = new Map<string, ReadinessCheck>([['storage', () => app.store.ping()]])
   if (app.rateLimitStore.engine === 'redis') checks.set('rate-limit-store', () => app.rateLimitStore.ping())
 
@@ -29,13 +31,12 @@ export default async function health (app: FastifyInstance) {
     }
   }))
 
-  // Monotonic time, not the app's clock: the tests move that one to drive rate-limit windows.
   let current: { readiness: Promise<Readiness>, validUntil: number } | undefined
   const readiness = (): Promise<Readiness> => {
-    const now = performance.now()
+    const now = clock()
     if (current !== undefined && now < current.validUntil) return current.readiness
     const entry = { readiness: runChecks(), validUntil: Number.POSITIVE_INFINITY }
-    void entry.readiness.then(() => { entry.validUntil = performance.now() + READINESS_REUSE_MS })
+    void entry.readiness.then(() => { entry.validUntil = clock() + READINESS_REUSE_MS })
     current = entry
     return entry.readiness
   }

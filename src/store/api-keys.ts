@@ -23,16 +23,33 @@ export interface KeyRequest {
   perDay?: number | null
 }
 
+/** The database refused a key row without valid limits (SQLite migration 004, PostgreSQL migration 005: api_keys_limits). */
+export class InvalidApiKeyError extends Error {
+  override name = 'InvalidApiKeyError'
+}
+
+/** Whether `error` is the database's refusal of a key without valid limits, on either engine. */
+function isLimitsRefusal (error: unknown): boolean {
+  const { code, message, constraint } = (error ?? {}) as { code?: unknown, message?: unknown, constraint?: unknown }
+  return (code === 'SQLITE_CONSTRAINT_TRIGGER' && String(message).startsWith('api_keys_limits')) ||
+    (code === '23514' && constraint === 'api_keys_limits')
+}
+
 /** Creates a key in the store; the secret is returned once and never stored. */
 export async function issueApiKey (store: Store, request: KeyRequest): Promise<{ record: ApiKeyRecord, secret: string }> {
   const key = generateApiKey()
-  const record = await store.createApiKey({
-    id: key.id,
-    name: request.name,
-    plan: request.plan,
-    keyHash: key.hash,
-    perMinute: request.perMinute ?? null,
-    perDay: request.perDay ?? null
-  })
-  return { record, secret: key.secret }
+  try {
+    const record = await store.createApiKey({
+      id: key.id,
+      name: request.name,
+      plan: request.plan,
+      keyHash: key.hash,
+      perMinute: request.perMinute ?? null,
+      perDay: request.perDay ?? null
+    })
+    return { record, secret: key.secret }
+  } catch (error) {
+    if (!isLimitsRefusal(error)) throw error
+    throw new InvalidApiKeyError(`the database refuses a key on plan ${JSON.stringify(request.plan)} with per-minute ${String(request.perMinute ?? 'none')} and per-day ${String(request.perDay ?? 'none')}: the plan must be free, pro, business or enterprise, and an enterprise key needs both limits above 0`, { cause: error })
+  }
 }

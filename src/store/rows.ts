@@ -1,3 +1,4 @@
+import type { PetsTable } from './schema.js'
 import type { InventoryItem, Order, Pet, PetRecord, PetStatus } from './types.js'
 
 /**
@@ -6,16 +7,8 @@ import type { InventoryItem, Order, Pet, PetRecord, PetStatus } from './types.js
  * strings.
  */
 
-/** A pet as stored, with its status computed by the query (statusExpression of sql.ts). */
-export interface PetRow {
-  id: number
-  name: string
-  category_id: number | null
-  category_name: string | null
-  photo_urls: string
-  tags: string | null
-  status: string
-}
+/** A pet as stored (schema.ts), with its status computed by the query (statusExpression of sql.ts). */
+export type PetRow = PetsTable & { status: string }
 
 export function toPet (row: PetRow): Pet {
   // The columns hold the JSON text petColumns wrote from a validated pet.

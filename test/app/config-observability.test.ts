@@ -23,7 +23,7 @@ t.test('PUBLIC_BASE_URL defaults to http://HOST:PORT of the running instance', a
 t.test('bad values are refused with one line naming the variable', async (t) => {
   for (const [env, message] of [
     [{ METRICS_PORT: '65536' }, 'Invalid configuration: METRICS_PORT must be <= 65535 (got "65536")'],
-    [{ METRICS_PORT: 'nine' }, 'Invalid configuration: METRICS_PORT must be integer (got "nine")'],
+    [{ METRICS_PORT: 'nine' }, 'Invalid configuration: METRICS_PORT must be a whole number in plain decimal digits (got "nine")'],
     [{ METRICS_HOST: 'a b' }, 'Invalid configuration: METRICS_HOST must be an address or host name without spaces (got "a b")'],
     [{ DOCS_PERSIST_AUTHORIZATION: 'yes' }, 'Invalid configuration: DOCS_PERSIST_AUTHORIZATION must be equal to one of the allowed values: true, false (got "yes")'],
     [{ METRICS_PORT: '3000' }, 'Invalid configuration: METRICS_PORT must differ from PORT: metrics are never served on the API port (got "3000")'],

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../../src/config.js'
 import { EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../../src/plugins/external/cors.js'
 import { expectUnauthorized } from '../helpers/assertions.js'
 import { buildTestApp } from '../helpers/app.js'
-import { documentMethods, methodsByPath, operations, sampleUrl } from '../helpers/surface.js'
+import { apiDocument, documentMethods, methodsByPath, operations, sampleUrl } from '../helpers/surface.js'
 
 const PAGE = 'http://127.0.0.1:5173'
 const OTHER_PAGE = 'https://dashboard.partner.example'
@@ -34,6 +34,23 @@ t.test('CORS_ORIGINS: * or a list of origins; anything else is refused in one li
     t.match(error.message, /^Invalid configuration: CORS_ORIGINS must be \* or a comma-separated list of origins/, `${JSON.stringify(value)}: the message names the variable`)
     t.notMatch(error.message, /\n/, 'in one line')
   }
+})
+
+t.test('a page may read every response header openapi.yaml declares but Allow and WWW-Authenticate; the introduction lists them', async (t) => {
+  type Json = Record<string, unknown>
+  const declared = new Set<string>()
+  const responses = [...Object.values((apiDocument.resolved.components as Json).responses as Record<string, Json>),
+    ...operations.flatMap((op) => Object.values(op.definition.responses as Record<string, Json>))]
+  for (const response of responses) for (const name of Object.keys((response.headers ?? {}) as Json)) declared.add(name)
+  t.ok(declared.has('Location') && declared.has('Idempotent-Replayed'), 'placeOrder\'s Location and Idempotent-Replayed are among them')
+  // A page learns what Allow and WWW-Authenticate say from the Error body.
+  t.same([...EXPOSED_HEADERS].sort(), [...declared].filter((name) => name !== 'Allow' && name !== 'WWW-Authenticate').sort(), 'exposed: the declared response headers')
+
+  const introduction = String((apiDocument.resolved.info as Json).description)
+  const paragraph = introduction.split('\n\n').find((text) => text.includes('`Access-Control-Expose-Headers`'))
+  t.ok(paragraph, 'the introduction has a paragraph on the headers a page can read')
+  const listed = [...String(paragraph).split('`Access-Control-Expose-Headers`')[1]!.matchAll(/`([A-Za-z-]+)`/g)].map((match) => match[1])
+  t.same(listed.sort(), [...EXPOSED_HEADERS].sort(), 'it lists exactly the exposed headers')
 })
 
 t.test('without CORS_ORIGINS no response carries a CORS header, and a preflight is an unauthenticated OPTIONS', async (t) => {
@@ -98,6 +115,17 @@ t.test('requests from an allowed origin carry the CORS headers, errors included'
   t.equal(list.headers['access-control-allow-origin'], PAGE)
   t.same(splitList(list.headers['access-control-expose-headers']), EXPOSED_HEADERS, 'the rate-limit headers, ETag and the rest are readable')
   t.equal(list.headers['access-control-allow-credentials'], undefined, 'no credentials mode: the key is a header, not a cookie')
+
+  // placeOrder's answers: a page reads Location, and Idempotent-Replayed on a retry.
+  const order = { ...headers, 'content-type': 'application/json', 'idempotency-key': 'page-order-1' }
+  const placed = await api.request({ method: 'POST', url: '/v1/store/orders', headers: order, payload: { petId: 12, quantity: 1 } })
+  const replayed = await api.request({ method: 'POST', url: '/v1/store/orders', headers: order, payload: { petId: 12, quantity: 1 } })
+  t.equal(placed.statusCode, 201)
+  t.equal(replayed.headers['idempotent-replayed'], 'true')
+  for (const res of [placed, replayed]) {
+    t.equal(res.headers['access-control-allow-origin'], PAGE)
+    t.ok(['Location', 'Idempotent-Replayed'].every((name) => splitList(res.headers['access-control-expose-headers']).includes(name)), 'Location and Idempotent-Replayed are readable')
+  }
 
   const unauthorized = await api.request({ method: 'GET', url: '/v1/inventory', headers: { origin: PAGE } })
   expectUnauthorized(t, unauthorized)

@@ -44,13 +44,15 @@ t.test('/docs serves Swagger UI with every asset from this process', async (t) =
   t.ok(refs.some((r) => r.endsWith('.css')), 'the page loads style sheets')
   t.notMatch(res.body, /(?:src|href)="(?:https?:)?\/\//, 'no asset comes from another host')
 
+  const assetTypes: [string, RegExp][] = [['.js', /javascript/], ['.css', /^text\/css/], ['.html', /^text\/html/], ['.png', /^image\/png/]]
   const page = new URL(url, 'http://app')
   const assets = [...refs.map((r) => new URL(r, page).pathname), new URL('./static/oauth2-redirect.html', `${page.href.replace(/\/?$/, '/')}`).pathname]
   for (const asset of assets) {
     const { res: file } = await get(api, asset)
     t.equal(file.statusCode, 200, `${asset} is served locally`)
-    if (asset.endsWith('.js')) t.match(file.headers['content-type'], /javascript/, `${asset} is JavaScript`)
-    if (asset.endsWith('.css')) t.match(file.headers['content-type'], /text\/css/, `${asset} is CSS`)
+    const kind = assetTypes.find(([extension]) => asset.endsWith(extension))
+    t.ok(kind, `${asset} is a kind of asset the page is expected to load`)
+    t.match(file.headers['content-type'], kind?.[1] ?? /^$/, `${asset} is served as ${String(kind?.[1])}`)
     t.ok(file.rawPayload.length > 0, `${asset} is not empty`)
   }
   const bundle = assets.find((a) => a.endsWith('swagger-ui-bundle.js'))

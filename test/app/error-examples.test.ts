@@ -9,6 +9,7 @@ import { errorStatus } from '../../src/errors.js'
 import { notImplemented } from '../../src/http/not-implemented.js'
 import { loadDocument } from '../../src/openapi/document.js'
 import { buildTestApp } from '../helpers/app.js'
+import { holdInventoryRow, untilBlockedBy } from '../helpers/orders.js'
 import { isStub, operations } from '../helpers/surface.js'
 import type { Provocation } from './error-examples/provocation.js'
 
@@ -61,15 +62,7 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   const clock = Date.parse('2026-05-04T12:00:30Z')
   const env = { PUBLIC_BASE_URL: 'https://api.petstore.example.com', BODY_LIMIT: '100' }
 
-  const api = await buildTestApp(t, {
-    env,
-    now: () => clock,
-    handlers: {
-      listOrders: notImplemented('listOrders'),
-      listInventory: async () => { throw new Error('a bug') }
-    },
-    logger: false
-  })
+  const api = await buildTestApp(t, { env, now: () => clock })
   const auth = await api.authHeader()
   const json = { ...auth, 'content-type': 'application/json' }
   keep('a body with a string for an integer', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: json, payload: { quantity: '5' } }))
@@ -79,8 +72,20 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   keep('DELETE on a GET-only path', await api.request({ method: 'DELETE', url: '/v1/inventory', headers: auth }))
   keep('a body over BODY_LIMIT', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: json, payload: `{"quantity":1}${' '.repeat(100)}` }))
   keep('a text/plain body', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"quantity":1}' }))
-  keep('a handler throwing an Error', await api.request({ method: 'GET', url: '/v1/inventory', headers: auth }))
-  keep('a generated stub', await api.request({ method: 'GET', url: '/v1/store/orders', headers: auth }))
+
+  // Handlers replaced on an app of their own, so that the provocations below meet the real ones.
+  const replaced = await buildTestApp(t, {
+    env,
+    handlers: {
+      listOrders: notImplemented('listOrders'),
+      listInventory: async () => { throw new Error('a bug') }
+    },
+    logger: false
+  })
+  const replacedAuth = await replaced.authHeader()
+  keep('a handler throwing an Error', await replaced.request({ method: 'GET', url: '/v1/inventory', headers: replacedAuth }))
+  keep('a generated stub', await replaced.request({ method: 'GET', url: '/v1/store/orders', headers: replacedAuth }))
+
   const modules = readdirSync(provocationsDir).filter((file) => file.endsWith('.ts') && file !== 'provocation.ts').sort()
   t.ok(modules.length > 0, `provocations of the handlers' own errors: ${modules.join(', ')}`)
   for (const file of modules) {
@@ -118,6 +123,17 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   await once(socket, 'close')
   t.match(raw, /^HTTP\/1\.1 408 /, 'headers that never end: answered 408')
   sent.push({ how: 'headers that never end', body: JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { code: string, message: string, status: number } })
+  // A request still in progress needs its transaction left open while the repeat arrives: on
+  // PostgreSQL the first placeOrder waits for a row another connection holds. (SQLite runs each
+  // transaction to its end before it looks at the next request: nothing is ever in progress.)
+  const postgres = await buildTestApp(t, { env, now: () => clock, database: 'postgres' })
+  const slowOrder = { ...await postgres.authHeader('pro'), 'content-type': 'application/json', 'idempotency-key': 'slow-order-1' }
+  const held = await holdInventoryRow(t, postgres.config.databaseUrl, 8)
+  const first = postgres.request({ method: 'POST', url: '/v1/store/orders', headers: slowOrder, payload: { petId: 8, quantity: 1 } })
+  await untilBlockedBy(held.pid!)
+  keep('the same Idempotency-Key while the first request waits for a row (PostgreSQL)', await postgres.request({ method: 'POST', url: '/v1/store/orders', headers: slowOrder, payload: { petId: 8, quantity: 1 } }))
+  await held.release()
+  t.equal((await first).statusCode, 201, 'the first request then completes')
   return sent
 }
 

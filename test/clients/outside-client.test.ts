@@ -5,9 +5,10 @@
  * the server, and what it got is checked here: the status of every call is one the document
  * declares for the operation, every body is valid against that response's schema and equal to
  * what the server sends a plain request, the headers the response declares are there and valid,
- * and every operation of the served document is called.
+ * and every operation of the served document is called. docs/clients.md's examples compile against
+ * the same types.
  */
-import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../../src/openapi/ajv.js'
@@ -18,6 +19,7 @@ import { keyInDatabase } from '../helpers/keys.js'
 import { startServer } from '../helpers/server-process.js'
 
 type Json = Record<string, unknown>
+interface Order { id: number, petId: number, quantity: number, shipDate: string, status: string, complete: boolean }
 interface Call { what: string, status: number, data?: unknown, error?: unknown, headers: Record<string, string> }
 interface Report { operations: Record<string, Call[]>, descriptions: string[] }
 
@@ -50,12 +52,27 @@ t.test('a client generated from the served /openapi.json calls every operation a
   t.equal(compiled.code, 0, `tsc --strict compiles the program against the generated types ${compiled.stdout}`)
   if (compiled.code !== 0) return
 
+  // docs/clients.md's TypeScript blocks, one after the other as a partner would paste them, compile
+  // against the same types (imported there as ./petstore.js).
+  const guide = readFileSync(join(projectRoot, 'docs', 'clients.md'), 'utf8')
+  const blocks = [...guide.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]!)
+  t.ok(blocks.length >= 3, `docs/clients.md has its TypeScript examples (${blocks.length} blocks)`)
+  copyFileSync(join(program, 'schema.d.ts'), join(program, 'petstore.d.ts'))
+  writeFileSync(join(program, 'guide.ts'), blocks.join('\n'))
+  writeFileSync(join(program, 'tsconfig.guide.json'), JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2023', 'DOM'], types: ['node'] },
+    files: ['guide.ts', 'petstore.d.ts']
+  }))
+  const guideCompiled = await run(bin('tsc'), ['-p', join(program, 'tsconfig.guide.json')], {})
+  t.equal(guideCompiled.code, 0, `docs/clients.md's examples compile with tsc --strict ${guideCompiled.stdout}`)
+
   // Plain requests first, to compare bodies with (the program writes only after reading these).
   const authorization = { authorization: `Bearer ${key}` }
   const plain = async (path: string) => await (await fetch(`${server.baseUrl}/v1${path}`, { headers: authorization })).json() as unknown
   const inventory = await plain('/inventory') as Json[]
   const pet = await plain('/pets/1')
-  const orders = await plain('/store/orders') as Json[]
+  const orders = await plain('/store/orders') as Order[]
+  const order42 = await plain('/store/orders/42')
 
   const ran = await run(process.execPath, [join(program, 'out', 'main.js'), server.baseUrl, key, tinyKey], {})
   t.equal(ran.code, 0, `the program runs to its end ${ran.stderr}`)
@@ -96,6 +113,8 @@ t.test('a client generated from the served /openapi.json calls every operation a
       for (const [name, header] of Object.entries((response.headers ?? {}) as Record<string, Json>)) {
         const value = call.headers[name.toLowerCase()]
         const [definition, headerAt] = resolve(header, `${at}/headers/${name}`)
+        // Optional headers (`required: false`: Link on a last page, Idempotent-Replayed on a first answer) are checked when sent.
+        if (value === undefined && definition.required === false) continue
         const parsed = (definition.schema as Json).type === 'integer' && value !== undefined && /^-?[0-9]+$/.test(value) ? Number(value) : value
         const validate = validator(`${headerAt}/schema`)
         t.ok(value !== undefined && validate(parsed), `${what}: header ${name} is there and valid (${String(value)})`)
@@ -110,6 +129,17 @@ t.test('a client generated from the served /openapi.json calls every operation a
     return call
   }
   const updated = { petId: 1, quantity: 7, status: 'available' }
+  // The orders the program placed: their ids come from the service.
+  const plainOrder = got('placeOrder', 'an order of 2 for pet 12').data as Order
+  const keyedOrder = got('placeOrder', 'an order with an Idempotency-Key').data as Order
+  t.match(plainOrder, { petId: 12, quantity: 2, status: 'placed', complete: false }, 'placeOrder: the order of 2 for pet 12')
+  t.ok(plainOrder.id > Math.max(...orders.map((o) => o.id)), `placeOrder: its id ${plainOrder.id} follows every order listed before`)
+  t.same(keyedOrder, { id: keyedOrder.id, petId: 8, quantity: 1, shipDate: '2026-12-02T10:30:00+01:00', status: 'placed', complete: false }, 'placeOrder with a key: the order, its shipDate as sent')
+  t.ok(keyedOrder.id > plainOrder.id, 'placeOrder: ids increase')
+  const isOpen = (o: Order) => o.status === 'placed' || o.status === 'approved'
+  const stockOf12 = Number(inventory.find((item) => item.petId === 12)?.quantity)
+  const leftFor12 = stockOf12 - orders.filter((o) => o.petId === 12 && isOpen(o)).reduce((sum, o) => sum + o.quantity, 0) - plainOrder.quantity
+  const pages = Array.from({ length: Math.ceil(orders.length / 3) }, (_, i) => orders.slice(3 * i, 3 * i + 3))
   const expected: [string, string, number, unknown][] = [
     ['listInventory', 'the list', 200, inventory],
     ['listInventory', 'If-None-Match with its ETag', 304, undefined],
@@ -123,13 +153,48 @@ t.test('a client generated from the served /openapi.json calls every operation a
     ['listOrders', 'If-None-Match with its ETag', 304, undefined],
     ['updateInventory', 'pet 1 to 7 in stock', 200, updated],
     ['updateInventory', 'a negative quantity', 400, { code: 'invalid_request', message: 'body/quantity must be >= 0', status: 400 }],
-    ['updateInventory', 'a pet without an inventory entry', 404, { code: 'not_found', message: 'no inventory entry for pet 999999', status: 404 }]
+    ['updateInventory', 'a pet without an inventory entry', 404, { code: 'not_found', message: 'no inventory entry for pet 999999', status: 404 }],
+    ...pages.map((page, i): [string, string, number, unknown] => ['listOrders', `page ${i + 1} of 3 orders`, 200, page]),
+    ['listOrders', 'the open orders', 200, orders.filter(isOpen)],
+    ['listOrders', 'a cursor the service did not give', 400, { code: 'invalid_request', message: 'querystring/cursor is not a cursor this service gave', status: 400 }],
+    ['placeOrder', 'an order of 2 for pet 12', 201, plainOrder],
+    ['placeOrder', 'an order with an Idempotency-Key', 201, keyedOrder],
+    ['placeOrder', 'the same key and body again', 201, keyedOrder],
+    ['placeOrder', 'the same key with another body', 422, { code: 'idempotency_key_reused', message: 'this Idempotency-Key was used with another request body', status: 422 }],
+    ['placeOrder', 'more than is left to reserve', 409, { code: 'insufficient_stock', message: `pet 12 has ${leftFor12} units left to reserve; 5 requested`, status: 409 }],
+    ['placeOrder', 'a pet without an inventory entry', 404, { code: 'not_found', message: 'no inventory entry for pet 999999', status: 404 }],
+    ['getOrderById', 'order 42', 200, order42],
+    ['getOrderById', 'If-None-Match with its ETag', 304, undefined],
+    ['getOrderById', 'the order placed with a key, at its Location', 200, keyedOrder],
+    ['getOrderById', 'an unknown order', 404, { code: 'not_found', message: 'no order with id 999999', status: 404 }],
+    ['updateOrder', 'approve the order of 2 for pet 12', 200, { ...plainOrder, status: 'approved' }],
+    ['updateOrder', 'deliver it', 200, { ...plainOrder, status: 'delivered', complete: true }],
+    ['updateOrder', 'approve it once delivered', 409, { code: 'invalid_transition', message: `order ${plainOrder.id} is delivered; it cannot become approved`, status: 409 }],
+    ['updateOrder', 'an unknown order', 404, { code: 'not_found', message: 'no order with id 999999', status: 404 }],
+    ['cancelOrder', 'the order placed with a key', 204, undefined],
+    ['cancelOrder', 'the same order again', 404, { code: 'not_found', message: `no order with id ${keyedOrder.id}`, status: 404 }],
+    ['cancelOrder', 'the delivered order', 409, { code: 'invalid_transition', message: `order ${plainOrder.id} is delivered; it cannot be cancelled`, status: 409 }]
   ]
   for (const [operationId, what, status, body] of expected) {
     const call = got(operationId, what)
     t.equal(call.status, status, `${operationId}, ${what}: ${status}`)
     t.same(status < 300 ? call.data : call.error, body, `${operationId}, ${what}: every field as expected`)
   }
+  pages.forEach((_, i) => {
+    const link = got('listOrders', `page ${i + 1} of 3 orders`).headers.link
+    if (i + 1 < pages.length) t.match(link, /cursor=/, `listOrders, page ${i + 1}: a Link to the next page, which the program followed`)
+    else t.equal(link, undefined, `listOrders, page ${i + 1}: the last, without a Link`)
+  })
+  const first = got('placeOrder', 'an order with an Idempotency-Key')
+  const replayed = got('placeOrder', 'the same key and body again')
+  t.equal(first.headers['idempotent-replayed'], undefined, 'placeOrder: a first answer is not marked replayed')
+  t.equal(replayed.headers['idempotent-replayed'], 'true', 'placeOrder: the repeat is the first answer replayed')
+  t.equal(replayed.headers.location, first.headers.location, 'with its Location')
+  t.equal(first.headers.location, `/v1/store/orders/${keyedOrder.id}`, 'placeOrder: Location names the order')
+  const after = await plain('/inventory') as Json[]
+  t.equal(after.find((item) => item.petId === 12)?.quantity, stockOf12 - plainOrder.quantity, 'the delivered order took its units out of pet 12\'s stock')
+  t.same(((await plain('/store/orders')) as Order[]).map((o) => o.id), [...orders.map((o) => o.id), plainOrder.id], 'one order placed with a key, once, then cancelled')
+
   const over = got('listInventory', 'the next request, over the limit')
   t.equal(over.status, 429, 'over the limit: 429')
   t.match(over.error, { code: 'rate_limited', status: 429 }, 'rate_limited, in the Error body the types promise')
@@ -137,6 +202,16 @@ t.test('a client generated from the served /openapi.json calls every operation a
   t.equal(Object.values(report.operations).flat().length, expected.length + 1, 'and no call goes unchecked')
 
   // The program used every field as its type says (a lying type would have thrown there).
-  t.equal(report.descriptions.length, inventory.length + 1 + 1 + orders.length + 1 + 1 + 1, 'every body went through the typed code')
+  const described = {
+    listInventory: inventory.length + 1 + 1, // the list, the too-long If-None-Match, over the limit
+    getPetById: 1,
+    listOrders: orders.length + orders.length + orders.filter(isOpen).length + 1, // the list, its pages, the open orders, the bad cursor
+    updateInventory: 2,
+    placeOrder: 5,
+    getOrderById: 2,
+    updateOrder: 3,
+    cancelOrder: 1
+  }
+  t.equal(report.descriptions.length, Object.values(described).reduce((sum, n) => sum + n, 0), 'every body went through the typed code')
   t.equal(await server.stop('SIGTERM'), 0, 'the server stops cleanly')
 })

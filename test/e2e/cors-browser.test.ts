@@ -1,8 +1,10 @@
 /**
  * CORS in a real browser (Debian's Chromium through playwright-core): a page served from another
  * loopback port calls the API with fetch, as a partner's dashboard would. From an origin in
- * CORS_ORIGINS the calls (GET with a key, a conditional GET, a PATCH) pass their preflights and the
- * page reads X-RateLimit-Remaining and ETag; from another origin fetch fails.
+ * CORS_ORIGINS the calls (GET with a key, a conditional GET, a PATCH, placeOrder with an
+ * Idempotency-Key and its retry, a DELETE, a page of orders) pass their preflights and the page
+ * reads X-RateLimit-Remaining, ETag, Location, Idempotent-Replayed and Link; from another origin
+ * fetch fails.
  * Without /usr/bin/chromium the test is skipped, and says why.
  */
 import t, { type Test } from 'tap'
@@ -51,9 +53,10 @@ interface Calls {
   list: { status: number, remaining: string | null, etag: string | null, entries: number }
   conditional: { status: number, remaining: string | null, etag: string | null }
   patch: { status: number, quantity: number, requestId: string | null }
+  order: { status: number, location: string | null, replayStatus: number, replayed: string | null, replayLocation: string | null, cancelStatus: number, pageLink: string | null }
 }
 
-/** What the page's script does: three calls to the API, reading the headers CORS exposes. */
+/** What the page's script does: calls to the API, reading the headers CORS exposes. */
 async function callApi ({ api, key }: { api: string, key: string }): Promise<Calls> {
   const authorization = `Bearer ${key}`
   const first = await fetch(`${api}/v1/inventory`, { headers: { authorization } })
@@ -65,7 +68,26 @@ async function callApi ({ api, key }: { api: string, key: string }): Promise<Cal
     headers: { authorization, 'content-type': 'application/json', 'x-request-id': 'dashboard-1' },
     body: JSON.stringify({ quantity: 9 })
   })
+  // The same request twice, a retry (no named function here: the page receives this one's source).
+  const order = {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json', 'idempotency-key': 'dashboard-order-1' },
+    body: JSON.stringify({ petId: 12, quantity: 1 })
+  }
+  const placed = await fetch(`${api}/v1/store/orders`, order)
+  const replay = await fetch(`${api}/v1/store/orders`, order)
+  const cancel = await fetch(`${api}${placed.headers.get('location') ?? '/v1/store/orders/0'}`, { method: 'DELETE', headers: { authorization } })
+  const page = await fetch(`${api}/v1/store/orders?limit=2`, { headers: { authorization } })
   return {
+    order: {
+      status: placed.status,
+      location: placed.headers.get('location'),
+      replayStatus: replay.status,
+      replayed: replay.headers.get('idempotent-replayed'),
+      replayLocation: replay.headers.get('location'),
+      cancelStatus: cancel.status,
+      pageLink: page.headers.get('link')
+    },
     list: { status: first.status, remaining: first.headers.get('x-ratelimit-remaining'), etag, entries },
     conditional: { status: again.status, remaining: again.headers.get('x-ratelimit-remaining'), etag: again.headers.get('etag') },
     patch: { status: patch.status, quantity: (await patch.json() as { quantity: number }).quantity, requestId: patch.headers.get('x-request-id') }
@@ -98,6 +120,13 @@ t.test('a page on an allowed origin calls the API from Chromium; a page on anoth
   t.equal(calls.patch.status, 200, 'PATCH with a JSON body passes its preflight')
   t.equal(calls.patch.quantity, 9)
   t.equal(calls.patch.requestId, 'dashboard-1', 'X-Request-Id is sent and read back')
+  t.equal(calls.order.status, 201, 'placeOrder with an Idempotency-Key passes its preflight')
+  t.match(calls.order.location, /^\/v1\/store\/orders\/[1-9][0-9]*$/, `the page reads Location (${String(calls.order.location)})`)
+  t.equal(calls.order.replayStatus, 201, 'the retry with the same key')
+  t.equal(calls.order.replayed, 'true', 'the page reads Idempotent-Replayed')
+  t.equal(calls.order.replayLocation, calls.order.location, 'and the same Location')
+  t.equal(calls.order.cancelStatus, 204, 'DELETE at that Location passes its preflight')
+  t.match(calls.order.pageLink, /rel="next"/, 'the page reads the Link to the next page of orders')
 
   const refused = await browser.newPage()
   const errors: string[] = []
@@ -125,6 +154,6 @@ t.test('a page on an allowed origin calls the API from Chromium; a page on anoth
   const answered = new Map(server.logs.filter((entry) => entry.msg === 'request completed')
     .map((entry) => [entry.reqId, (entry.res as { statusCode: number }).statusCode]))
   const preflights = server.logs.filter((entry) => entry.msg === 'incoming request' && (entry.req as { method: string }).method === 'OPTIONS')
-  t.ok(preflights.length >= 3, `Chromium sent ${preflights.length} preflights (GET with Authorization and PATCH with a JSON body from the allowed page, GET from the other)`)
+  t.ok(preflights.length >= 3, `Chromium sent ${preflights.length} preflights (the allowed page's calls with a key or a JSON body, and the GET from the other)`)
   t.ok(preflights.every((entry) => answered.get(entry.reqId) === 204), 'each answered 204')
 })

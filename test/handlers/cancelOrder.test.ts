@@ -40,9 +40,26 @@ t.test('an approved order can be cancelled; a delivered one cannot', async (t) =
 t.test('an unknown order is 404, a malformed id 400, without a key 401', async (t) => {
   const api = await buildTestApp(t)
   const headers = await roomyHeaders(api)
-  const body = expectError(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/42', headers }), 404, 'not_found')
-  t.equal(body.message, 'no order with id 42')
+  const body = expectError(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/99', headers }), 404, 'not_found')
+  t.equal(body.message, 'no order with id 99')
   expectError(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/abc', headers }), 400, 'invalid_request')
   expectUnauthorized(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/2' }))
   t.equal((await api.request({ method: 'GET', url: '/v1/store/orders/2', headers })).statusCode, 200, 'order 2 is still there')
+})
+
+t.test('Content-Type: application/json with no body, as many clients send on every request, is a DELETE without a body', async (t) => {
+  const api = await buildTestApp(t)
+  const headers = { ...await roomyHeaders(api), 'content-type': 'application/json' }
+  // Demo orders 2 and 4 are placed.
+  const noPayload = await api.request({ method: 'DELETE', url: '/v1/store/orders/2', headers })
+  t.equal(noPayload.statusCode, 204, 'no payload at all')
+  const emptyPayload = await api.request({ method: 'DELETE', url: '/v1/store/orders/4', headers: { ...headers, 'content-length': '0' }, payload: '' })
+  t.equal(emptyPayload.statusCode, 204, 'Content-Length: 0')
+  for (const id of [2, 4]) expectError(t, await api.request({ method: 'GET', url: `/v1/store/orders/${id}`, headers }), 404, 'not_found', `order ${id} is gone`)
+
+  const malformed = expectError(t, await api.request({ method: 'DELETE', url: '/v1/store/orders/3', headers, payload: '{' }), 400, 'invalid_request', 'a body that is not JSON')
+  t.match(malformed.message, /^body is not valid JSON/)
+  const emptyPatch = expectError(t, await api.request({ method: 'PATCH', url: '/v1/store/orders/3', headers, payload: '' }), 400, 'invalid_request', 'an operation that takes a body')
+  t.equal(emptyPatch.message, 'body is empty; send a JSON object', 'still refuses an empty one')
+  t.match((await api.request({ method: 'GET', url: '/v1/store/orders/3', headers })).json(), { id: 3, status: 'approved' }, 'order 3 untouched')
 })

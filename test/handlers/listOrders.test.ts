@@ -76,7 +76,7 @@ async function placeMany (api: TestApp, headers: Record<string, string>, count: 
 t.test('paging: limit orders a page, a Link to the next page while more follow, none on the last', async (t) => {
   const api = await buildTestApp(t)
   const headers = await roomyHeaders(api)
-  await placeMany(api, headers, 7) // 13 orders with the demo's 6
+  await placeMany(api, headers, 13 - demoCatalogue.orders!.length) // 13 orders with the demo's
   const whole = await api.request({ method: 'GET', url: '/v1/store/orders', headers })
   t.equal(whole.headers.link, undefined, '13 orders fit the default page of 100: no Link')
   const every = whole.json() as Order[]
@@ -103,7 +103,7 @@ t.test('paging: limit orders a page, a Link to the next page while more follow, 
 t.test('paging: the default limit is 100', async (t) => {
   const api = await buildTestApp(t)
   const headers = await roomyHeaders(api)
-  await placeMany(api, headers, 95) // 101 orders
+  await placeMany(api, headers, 101 - demoCatalogue.orders!.length) // 101 orders with the demo's
   const { pages } = await allPages(api, headers, '/v1/store/orders')
   t.same(pages.map((p) => p.length), [100, 1])
   const ids = pages.flat().map((o) => o.id)
@@ -137,7 +137,7 @@ t.test('filters: status (repeated) and petId, kept by the next links', async (t)
 
   const both = await allPages(api, headers, '/v1/store/orders?petId=10&status=approved')
   t.strictSame(both.pages.flat(), every.filter((o) => o.petId === 10 && o.status === 'approved'), 'both filters at once')
-  const none = await api.request({ method: 'GET', url: '/v1/store/orders?petId=12', headers })
+  const none = await api.request({ method: 'GET', url: '/v1/store/orders?petId=4', headers }) // a demo pet without orders
   t.same(none.json(), [], 'no order matches: an empty array')
   t.equal(none.headers.link, undefined)
 })
@@ -145,7 +145,7 @@ t.test('filters: status (repeated) and petId, kept by the next links', async (t)
 t.test('paging is stable while orders are placed and cancelled between pages', async (t) => {
   const api = await buildTestApp(t)
   const headers = await roomyHeaders(api)
-  const ids = await placeMany(api, headers, 6) // orders 1 to 12
+  const ids = await placeMany(api, headers, 6) // after the demo's orders
   const before = ((await api.request({ method: 'GET', url: '/v1/store/orders', headers })).json() as Order[]).map((o) => o.id)
 
   const first = await api.request({ method: 'GET', url: '/v1/store/orders?limit=4', headers })

@@ -1,10 +1,11 @@
 import t from 'tap'
+import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import { buildTestApp } from '../helpers/app.js'
 import { expectError, expectUnauthorized } from '../helpers/assertions.js'
 import { holdInventoryRow, inventoryEntry, type Order, ordersOf, placeOrder, roomyHeaders, setStock } from '../helpers/orders.js'
 
-// The demo catalogue: pets 1 to 10, each with an inventory entry; pets 4, 6 and 8 have no open
-// order. Each test sets the stock it needs first.
+// The demo catalogue (src/store/demo-catalogue.ts): every pet has an inventory entry; pets 4, 6
+// and 8 have no open order; pet 99 does not exist. Each test sets the stock it needs first.
 
 t.test('placeOrder places an order: 201, the order, its Location, and the order can be read there', async (t) => {
   const api = await buildTestApp(t)
@@ -17,7 +18,8 @@ t.test('placeOrder places an order: 201, the order, its Location, and the order 
   t.equal(res.statusCode, 201)
   const order = res.json() as Order
   t.match(order, { petId: 8, quantity: 2, status: 'placed', complete: false })
-  t.ok(Number.isSafeInteger(order.id) && order.id > 6, `the service gave the id ${order.id}, after the demo orders 1 to 6`)
+  const demoIds = demoCatalogue.orders!.map((o) => o.id)
+  t.ok(Number.isSafeInteger(order.id) && order.id > Math.max(...demoIds), `the service gave the id ${order.id}, after the demo orders ${demoIds.join(', ')}`)
   const shipped = Date.parse(order.shipDate)
   t.ok(shipped >= before - 1000 && shipped <= after + 1000, `without a shipDate, the time of placing (${order.shipDate})`)
   t.equal(res.headers.location, `/v1/store/orders/${order.id}`, 'Location names the order')
@@ -37,9 +39,9 @@ t.test('placeOrder places an order: 201, the order, its Location, and the order 
 t.test('a pet without an inventory entry is 404, and nothing is placed', async (t) => {
   const api = await buildTestApp(t)
   const headers = await roomyHeaders(api)
-  const body = expectError(t, await placeOrder(api, headers, { petId: 12, quantity: 1 }), 404, 'not_found')
-  t.equal(body.message, 'no inventory entry for pet 12')
-  t.same(await ordersOf(api, headers, 12), [], 'no order for pet 12')
+  const body = expectError(t, await placeOrder(api, headers, { petId: 99, quantity: 1 }), 404, 'not_found')
+  t.equal(body.message, 'no inventory entry for pet 99')
+  t.same(await ordersOf(api, headers, 99), [], 'no order for pet 99')
 })
 
 t.test('a malformed body or Idempotency-Key is 400 invalid_request naming the field; without a key, 401', async (t) => {
@@ -187,9 +189,9 @@ t.test('Idempotency-Key: the answers of placing are kept, 404 and 409 included',
   await setStock(api, headers, 8, 7)
 
   const missing = { 'idempotency-key': 'missing-pet-1' }
-  const first404 = await placeOrder(api, headers, { petId: 12, quantity: 1 }, missing)
+  const first404 = await placeOrder(api, headers, { petId: 99, quantity: 1 }, missing)
   expectError(t, first404, 404, 'not_found')
-  const again404 = await placeOrder(api, headers, { petId: 12, quantity: 1 }, missing)
+  const again404 = await placeOrder(api, headers, { petId: 99, quantity: 1 }, missing)
   expectError(t, again404, 404, 'not_found', 'the 404 replayed')
   t.equal(again404.body, first404.body)
   t.equal(again404.headers['idempotent-replayed'], 'true')

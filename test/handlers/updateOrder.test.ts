@@ -87,8 +87,8 @@ t.test('bad input is 400, an unknown order 404, without a key 401', async (t) =>
   }
   const read = await api.request({ method: 'GET', url: '/v1/store/orders/2', headers })
   t.match(read.json(), { status: 'placed' }, 'order 2 untouched')
-  const body = expectError(t, await patchOrder(api, headers, 42, { status: 'approved' }), 404, 'not_found')
-  t.equal(body.message, 'no order with id 42')
+  const body = expectError(t, await patchOrder(api, headers, 99, { status: 'approved' }), 404, 'not_found')
+  t.equal(body.message, 'no order with id 99')
   expectError(t, await patchOrder(api, headers, 0, { status: 'approved' }), 400, 'invalid_request', 'orderId 0')
   expectUnauthorized(t, await patchOrder(api, {}, 2, { status: 'approved' }))
 })

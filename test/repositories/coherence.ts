@@ -1,10 +1,13 @@
+import { fork } from 'node:child_process'
+import { once } from 'node:events'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { idempotencyRepository } from '../../src/repositories/idempotency.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
-import { ordersRepository, type OrderStatus } from '../../src/repositories/orders.js'
+import type { InventoryRepository } from '../../src/repositories/inventory.js'
+import { ordersRepository, type OrdersRepository, type OrderStatus } from '../../src/repositories/orders.js'
 import { petsRepository } from '../../src/repositories/pets.js'
-import { hashApiKey, issueApiKey } from '../../src/store/api-keys.js'
+import { generateApiKey } from '../../src/store/api-keys.js'
 import type { ListJson, Store } from '../../src/store/types.js'
 import { createPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
@@ -27,6 +30,18 @@ const STEPS = 120
 
 const text = (list: ListJson) => typeof list === 'string' ? list : list.bytes.toString()
 
+type StoreCalls = Pick<Store, 'importCatalogue' | 'createApiKey' | 'revokeApiKey' | 'listInventoryJson' | 'listOrders' | 'getPet' | 'findActiveApiKey'>
+
+/** What the run's own operations and snapshots use of an instance: in this process, or in another one. */
+interface RunInstance {
+  store: StoreCalls
+  orders: Pick<OrdersRepository, 'place' | 'setStatus' | 'cancel'>
+  inventory: Pick<InventoryRepository, 'update'>
+  /** The instance itself when it is in this process (extra operations write through it). */
+  local?: Instance
+}
+
+/** An instance in this process: its store and the repositories made over it. */
 export interface Instance {
   store: Store
   orders: ReturnType<typeof ordersRepository>
@@ -34,13 +49,48 @@ export interface Instance {
   pets: ReturnType<typeof petsRepository>
 }
 
-const instance = (store: Store): Instance => {
+const instance = (store: Store): RunInstance => {
   const idempotency = idempotencyRepository(store)
-  return { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store), pets: petsRepository(store) }
+  const local: Instance = { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store), pets: petsRepository(store) }
+  return { ...local, local }
+}
+
+/** An instance in a process of its own (coherence-process.ts), on the same SQLite file. */
+async function otherProcess (t: Test, file: string): Promise<RunInstance> {
+  const child = fork(join(import.meta.dirname, 'coherence-process.ts'), [file], { execArgv: ['--import', 'tsx'] })
+  t.teardown(async () => { if (child.connected) { child.disconnect(); await once(child, 'exit') } })
+  await once(child, 'message')
+  let next = 0
+  const waiting = new Map<number, { resolve: (value: unknown) => void, reject: (error: Error) => void }>()
+  child.on('message', (message: { id: number, value?: unknown, error?: string }) => {
+    const call = waiting.get(message.id)
+    waiting.delete(message.id)
+    if (message.error !== undefined) call?.reject(new Error(message.error))
+    else call?.resolve(message.value === null ? undefined : message.value)
+  })
+  // Each method sends its name and arguments; the answer is whatever the other process's call returned.
+  const remote = <F extends (...args: never[]) => Promise<unknown>>(name: string) => ((...args: Parameters<F>) => new Promise((resolve, reject) => {
+    const id = next++
+    waiting.set(id, { resolve, reject })
+    child.send({ id, call: name, args })
+  })) as unknown as F
+  return {
+    store: {
+      importCatalogue: remote('store.importCatalogue'),
+      createApiKey: remote('store.createApiKey'),
+      revokeApiKey: remote('store.revokeApiKey'),
+      listInventoryJson: remote('store.listInventoryJson'),
+      listOrders: remote('store.listOrders'),
+      getPet: remote('store.getPet'),
+      findActiveApiKey: remote('store.findActiveApiKey')
+    },
+    orders: { place: remote('orders.place'), setStatus: remote('orders.setStatus'), cancel: remote('orders.cancel') },
+    inventory: { update: remote('inventory.update') }
+  }
 }
 
 /** What every cache of `store` must agree with: read by a store that has cached nothing yet. */
-async function snapshot (store: Store, keyHashes: readonly string[]) {
+async function snapshot (store: StoreCalls, keyHashes: readonly string[]) {
   const inventory = text(await store.listInventoryJson())
   const orders = JSON.stringify(await store.listOrders())
   const pets = await Promise.all(PETS.map((id) => store.getPet(id)))
@@ -48,10 +98,14 @@ async function snapshot (store: Store, keyHashes: readonly string[]) {
   return { inventory, orders, pets, keys }
 }
 
-/** One more random operation: it writes through `i` (the store, or a repository made over it) and says what it did. */
+/**
+ * One more random operation: it writes through `i` (the store, or a repository made over it) and
+ * says what it did. It runs on an instance of this process; the other process (SQLite) must then
+ * see what it wrote.
+ */
 export type Operation = (i: Instance, random: (n: number) => number) => Promise<string>
 
-async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) => Promise<void>, extra: readonly Operation[]) {
+async function coherence (t: Test, open: () => Store, settle: () => Promise<void>, extra: readonly Operation[], second?: RunInstance) {
   const first = open()
   t.teardown(() => first.close())
   await first.migrate()
@@ -59,15 +113,20 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
     pets: PETS.map((id) => ({ id, name: `Pet ${id}`, photoUrls: [] })),
     inventory: PETS.map((petId) => ({ petId, quantity: 3 }))
   })
-  const second = open()
-  t.teardown(() => second.close())
-  const instances = [instance(first), instance(second)]
+  let other = second
+  if (other === undefined) {
+    const store = open()
+    t.teardown(() => store.close())
+    other = instance(store)
+  }
+  const instances = [instance(first), other]
+  const locals = instances.flatMap((i) => i.local === undefined ? [] : [i.local])
   const random = seededRandom(20261125)
   const keys: { id: string, hash: string }[] = []
   const orderIds: number[] = []
   const done: string[] = []
 
-  const operations: ((i: Instance) => Promise<string>)[] = [
+  const operations: ((i: RunInstance) => Promise<string>)[] = [
     async (i) => {
       const petId = PETS[random(PETS.length)]!
       const result = await i.orders.place({ petId, quantity: 1 + random(2), shipDate: '2026-12-01T10:00:00.000Z' })
@@ -94,8 +153,9 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
       return `import ${petId}`
     },
     async (i) => {
-      const { record, secret } = await issueApiKey(i.store, { name: 'coherence', plan: 'free' })
-      keys.push({ id: record.id, hash: hashApiKey(secret) })
+      const { id, hash } = generateApiKey()
+      await i.store.createApiKey({ id, name: 'coherence', plan: 'free', keyHash: hash, perMinute: null, perDay: null })
+      keys.push({ id, hash })
       return 'createApiKey'
     },
     async (i) => {
@@ -112,7 +172,7 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
 
   /** After a step: whether every cache of both instances agrees with a fresh read (a failure is reported). */
   const agreed = async (step: number) => {
-    await settle(instances.map((i) => i.store))
+    await settle()
     const fresh = open()
     const expected = await snapshot(fresh, keys.map((k) => k.hash))
     await fresh.close()
@@ -135,7 +195,7 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
     done.push(await operations[random(operations.length)]!(writer))
     if (!await agreed(step)) return
     if (extra.length > 0 && extraRandom(8) === 0) {
-      done.push(await extra[extraRandom(extra.length)]!(instances[extraRandom(2)]!, extraRandom))
+      done.push(await extra[extraRandom(extra.length)]!(locals[extraRandom(locals.length)]!, extraRandom))
       extraSteps++
       if (!await agreed(step)) return
     }
@@ -144,17 +204,25 @@ async function coherence (t: Test, open: () => Store, settle: (stores: Store[]) 
   t.ok(orderIds.length > 5, 'orders were placed')
 }
 
-/** The random run on two SQLite connections to one file, then on two PostgreSQL instances on one schema. */
+/** The random run on SQLite with a second process writing to the file, then on two PostgreSQL instances on one schema. */
 export function coherenceSuite (t: Test, extra: readonly Operation[] = []): void {
-  t.test('SQLite: two connections to one file', async (t) => {
+  t.test('SQLite: this process and another one writing to one file', async (t) => {
     const file = join(tempDir(t), 'coherence.db')
-    await coherence(t, () => createSqliteStore(file), async () => {}, extra)
+    const creator = createSqliteStore(file)
+    await creator.migrate()
+    await creator.close()
+    await coherence(t, () => createSqliteStore(file), async () => {}, extra, await otherProcess(t, file))
   })
 
   t.test('PostgreSQL: two instances on one schema', async (t) => {
     const { url } = await createTestSchema(t)
-    await coherence(t, () => createPostgresStore(url(), { poolMax: 2 }),
-      // Another instance learns of a change through its notification: wait until it has arrived.
-      async (stores) => { await Promise.all(stores.map((store) => (store as PostgresStore).syncChanges())) }, extra)
+    const stores: PostgresStore[] = []
+    const open = () => {
+      const store = createPostgresStore(url(), { poolMax: 2 })
+      stores.push(store)
+      return store
+    }
+    // Another instance learns of a change through its notification: wait until it has arrived.
+    await coherence(t, open, async () => { await Promise.all(stores.slice(0, 2).map((store) => store.syncChanges())) }, extra)
   })
 }

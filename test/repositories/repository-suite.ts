@@ -1,4 +1,5 @@
 import type { Test } from 'tap'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 import { idempotencyRepository, IDEMPOTENCY_TTL_MS } from '../../src/repositories/idempotency.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { ordersRepository } from '../../src/repositories/orders.js'
@@ -26,6 +27,7 @@ async function setUp (t: Test, factory: StoreFactory) {
     orders: ordersRepository(store, idempotency, now),
     inventory: inventoryRepository(store),
     pets: petsRepository(store),
+    apiKeys: apiKeysRepository(store),
     statusOf: async (petId: number) => (await store.listInventory()).find((item) => item.petId === petId)?.status
   }
 }
@@ -133,6 +135,22 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     await r.orders.setStatus(all[0]!.id, 'approved')
     t.same((await r.orders.page({ limit: 100, statuses: ['approved'] })).orders.map((o) => o.id), [all[0]!.id])
     t.equal((await r.orders.page({ limit: 100, statuses: ['placed', 'approved'], petId: 1 })).orders.length, 3)
+  })
+
+  t.test('API keys: created, found while active, listed, revoked once, counted', async (t) => {
+    const r = await setUp(t, factory)
+    const key = { id: 'key_a', name: 'partner', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null }
+    const created = await r.apiKeys.create(key)
+    t.match(created, { id: 'key_a', name: 'partner', plan: 'pro', perMinute: null, perDay: null, revokedAt: null })
+    t.same(await r.apiKeys.findActive('hash-a'), created)
+    await r.apiKeys.create({ ...key, id: 'key_b', keyHash: 'hash-b', plan: 'enterprise', perMinute: 10, perDay: 100 })
+    t.same((await r.apiKeys.list()).map((k) => k.id), ['key_a', 'key_b'])
+    t.equal(await r.apiKeys.count(), 2)
+    const revoked = await r.apiKeys.revoke('key_a')
+    t.ok(revoked?.revokedAt, 'revoked, with its time')
+    t.equal(await r.apiKeys.findActive('hash-a'), undefined, 'no longer active')
+    t.equal((await r.apiKeys.revoke('key_a'))?.revokedAt, revoked?.revokedAt, 'a second revocation keeps the first time')
+    t.equal(await r.apiKeys.revoke('key_none'), undefined)
   })
 
   t.test('pets and inventory repositories', async (t) => {

@@ -49,7 +49,7 @@ const quantityIn = async (server: ServerProcess, authorization: string, petId: n
   return (await res.json() as { petId: number, quantity: number }[]).find((item) => item.petId === petId)?.quantity
 }
 
-/** A seeded database (the demo catalogue: pets 1 to 10) with an enterprise key. */
+/** A seeded database (the demo catalogue) with an enterprise key. */
 async function sharedFile (t: Test) {
   const file = join(tempDir(t), 'shared.db')
   const url = `sqlite:${file}`

@@ -28,15 +28,17 @@ t.test('each engine has its numbered migrations in the source tree, starting at 
   }
 })
 
-t.test('readMigrations: in numeric order, other files ignored; misnamed, missing or repeated numbers refused', async (t) => {
+t.test('readMigrations: in numeric order, other files ignored, gaps allowed; misnamed or repeated numbers refused', async (t) => {
   const dir = tempDir(t)
   const ten = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`${i + 1}_step.sql`, `-- ${i + 1}`]))
   const ordered = await readMigrations(directoryWith(dir, 'ten', { ...ten, 'README.md': 'not a migration' }))
   t.same(ordered.map((m) => m.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], '10 after 9, not after 1')
   t.same(ordered.map((m) => m.sql), ordered.map((m) => `-- ${m.version}`), 'each with its own text')
 
-  await t.rejects(readMigrations(directoryWith(dir, 'gap', { '001_a.sql': '', '003_c.sql': '' })), /003_c\.sql: expected version 2/)
-  await t.rejects(readMigrations(directoryWith(dir, 'twice', { '001_a.sql': '', '001_b.sql': '' })), /expected version 2/)
+  // A number may be reserved for a change made on another branch.
+  t.same((await readMigrations(directoryWith(dir, 'gap', { '001_a.sql': '', '003_c.sql': '' }))).map((m) => m.version), [1, 3], 'a gap is allowed')
+  await t.rejects(readMigrations(directoryWith(dir, 'twice', { '001_a.sql': '', '001_b.sql': '' })), /001_b\.sql: each version is a number from 1 up, used once/)
+  await t.rejects(readMigrations(directoryWith(dir, 'zero', { '000_a.sql': '' })), /000_a\.sql: each version is a number from 1 up, used once/)
   await t.rejects(readMigrations(directoryWith(dir, 'name', { '001-initial.sql': '' })), /001-initial\.sql must be named NNN_name\.sql/)
   await t.rejects(readMigrations(join(dir, 'missing')), { code: 'ENOENT' })
 })
@@ -53,6 +55,18 @@ t.test('applyMigrations applies each pending version once, in order, and records
   const recorded = db.prepare('SELECT version, applied_at FROM schema_migrations ORDER BY version').all() as { version: number, applied_at: string }[]
   t.same(recorded.map((r) => r.version), [1, 2])
   t.ok(recorded.every((r) => !Number.isNaN(Date.parse(r.applied_at))), 'with the time each was applied')
+})
+
+t.test('applyMigrations applies a version that fills a gap later, though a higher one is recorded', async (t) => {
+  const db = openDatabase(join(tempDir(t), 'gap.db'))
+  t.teardown(() => db.close())
+  const one: Migration = { version: 1, file: '001_a.sql', sql: 'CREATE TABLE a (x INTEGER);' }
+  const three: Migration = { version: 3, file: '003_c.sql', sql: 'CREATE TABLE c (x INTEGER);' }
+  const two: Migration = { version: 2, file: '002_b.sql', sql: 'CREATE TABLE b (x INTEGER);' }
+  await migrationTransaction(db, (session) => applyMigrations(session, [one, three]))
+  await migrationTransaction(db, (session) => applyMigrations(session, [one, two, three]))
+  t.same(db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(), [1, 2, 3], 'version 2 applied after 3')
+  t.same(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('a', 'b', 'c') ORDER BY name").pluck().all(), ['a', 'b', 'c'])
 })
 
 t.test('a failing migration leaves nothing of itself behind and is not recorded', async (t) => {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { apiKeysRepository, type ApiKeysRepository } from '../../repositories/api-keys.js'
 import { idempotencyRepository, type IdempotencyRepository } from '../../repositories/idempotency.js'
 import { inventoryRepository, type InventoryRepository } from '../../repositories/inventory.js'
 import { ordersRepository, type OrdersRepository } from '../../repositories/orders.js'
@@ -20,6 +21,7 @@ const SWEEP_INTERVAL_MS = 10 * 60_000
 async function repositories (app: FastifyInstance, options: RepositoriesOptions) {
   const { store } = app
   const idempotency = idempotencyRepository(store)
+  app.decorate('apiKeysRepository', apiKeysRepository(store))
   app.decorate('inventoryRepository', inventoryRepository(store))
   app.decorate('petsRepository', petsRepository(store))
   app.decorate('ordersRepository', ordersRepository(store, idempotency, options.now))
@@ -38,6 +40,7 @@ async function repositories (app: FastifyInstance, options: RepositoriesOptions)
 
 declare module 'fastify' {
   interface FastifyInstance {
+    apiKeysRepository: ApiKeysRepository
     inventoryRepository: InventoryRepository
     petsRepository: PetsRepository
     ordersRepository: OrdersRepository

@@ -33,8 +33,8 @@ async function bearerAuthentication (app: FastifyInstance) {
     specCompliance: 'rfc6749',
     auth: async (key: string, request: FastifyRequest) => {
       const keyHash = hashApiKey(key)
-      const { store } = request.server
-      const record = await request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => store.findActiveApiKey(keyHash))
+      const { apiKeysRepository } = request.server
+      const record = await request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => apiKeysRepository.findActive(keyHash))
       if (record === undefined || record === 'unknown') throw invalidKey()
       if (record === 'not-checked') throw notChecked()
       if (record === 'busy') throw busy()

@@ -3,9 +3,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ApiDocument } from '../../openapi/document.js'
 
-/** Response headers a page on another origin may read (CORS_ORIGINS in README.md; openapi.yaml, OPTIONS). */
+/**
+ * Response headers a page on another origin may read (openapi.yaml's introduction lists them):
+ * every response header the document declares but Allow and WWW-Authenticate, whose news the
+ * Error body carries. Location and Idempotent-Replayed are placeOrder's.
+ */
 export const EXPOSED_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After',
-  'X-Request-Id', 'ETag', 'Deprecation', 'Sunset', 'Link']
+  'X-Request-Id', 'ETag', 'Deprecation', 'Sunset', 'Link', 'Location', 'Idempotent-Replayed']
 
 /** How long a browser may reuse a preflight's answer. */
 export const PREFLIGHT_MAX_AGE_SECONDS = 600

@@ -229,7 +229,8 @@ export function createPostgresStore (connectionString: string, options: Postgres
         await bulk('SELECT pg_advisory_xact_lock($1, hashtext(COALESCE(current_schema(), \'\')))', [MIGRATION_LOCK])
         await applyMigrations({
           exec: async (script) => { await bulk(script) },
-          query: async <R>(text: string, params?: unknown[]) => (await bulk<R & pg.QueryResultRow>(text, params)).rows
+          query: async <R>(text: string, params?: unknown[]) => (await bulk<R & pg.QueryResultRow>(text, params)).rows,
+          tables: async () => (await bulk<{ name: string }>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()')).rows.map((row) => row.name)
         }, migrations)
       })
     }),

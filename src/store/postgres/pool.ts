@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.js'
+import { ForeignDatabaseError } from '../migrations.js'
 
 export interface PostgresStoreOptions {
   /** Most connections this store opens (DATABASE_POOL_MAX). */
@@ -43,19 +44,22 @@ export function openPool (connectionString: string, options: PostgresStoreOption
 /**
  * SQLSTATE classes that mean "the database cannot serve us right now" rather than "this request
  * is wrong": connection exceptions (08), insufficient resources (53), operator intervention (57,
- * which includes 57014, a statement cancelled by statement_timeout), system errors (58), and a
- * lock wait that timed out (55P03).
+ * which includes 57014, a statement cancelled by statement_timeout), system errors (58), a
+ * lock wait that timed out (55P03), and a write refused by a read-only server (25006).
  */
 const unavailableClasses = new Set(['08', '53', '57', '58'])
+/** 25006 read_only_sql_transaction: a standby, or default_transaction_read_only: writes pass once it is writable. */
+const unavailableCodes = new Set(['55P03', '25006'])
 
 export function translate (error: unknown): unknown {
   if (error instanceof pg.DatabaseError) {
     const code = error.code ?? ''
-    if (unavailableClasses.has(code.slice(0, 2)) || code === '55P03') {
+    if (unavailableClasses.has(code.slice(0, 2)) || unavailableCodes.has(code)) {
       return new StoreUnavailableError(`database unavailable: ${error.message}`, { cause: error })
     }
     return error
   }
+  if (error instanceof ForeignDatabaseError) return error
   // Programming errors stay what they are (500); everything else pg raises without a SQLSTATE is
   // about the connection: refused, reset, terminated, timed out, or the pool has been closed.
   if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError || error instanceof ReferenceError) return error
@@ -89,21 +93,15 @@ async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, releas
   }
 }
 
-/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
-export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` on a connection of the pool inside the transaction it opens itself, then gives the
+ * connection back: after a ROLLBACK when the work failed, discarded when the connection did.
+ */
+async function onConnection<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const { client, release } = await checkOut(pool)
-  const run: Run = (text, values) => {
-    // pg reads query_timeout per query too, though its types do not declare it.
-    const config: pg.QueryConfig & { query_timeout: number } = { text, values: values ?? [], query_timeout: BULK_TIMEOUT_MS + 1000 }
-    return client.query(config)
-  }
   let discard = false
   try {
-    await run('BEGIN')
-    await run(`SET LOCAL statement_timeout = ${BULK_TIMEOUT_MS}`)
-    const result = await work(run)
-    await run('COMMIT')
-    return result
+    return await work(client)
   } catch (error) {
     if (!(error instanceof pg.DatabaseError)) discard = true
     await client.query('ROLLBACK').catch(() => { discard = true })
@@ -111,6 +109,22 @@ export async function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Pro
   } finally {
     release(discard)
   }
+}
+
+/** Runs `work` in one transaction on one connection, with the longer bound of bulk work. */
+export function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T>): Promise<T> {
+  return onConnection(pool, async (client) => {
+    const run: Run = (text, values) => {
+      // pg reads query_timeout per query too, though its types do not declare it.
+      const config: pg.QueryConfig & { query_timeout: number } = { text, values: values ?? [], query_timeout: BULK_TIMEOUT_MS + 1000 }
+      return client.query(config)
+    }
+    await run('BEGIN')
+    await run(`SET LOCAL statement_timeout = ${BULK_TIMEOUT_MS}`)
+    const result = await work(run)
+    await run('COMMIT')
+    return result
+  })
 }
 
 /** One statement in autocommit. A statement given a name is prepared once per connection. */
@@ -154,10 +168,8 @@ const RECORDED_CHANGES = "SELECT current_setting('petstore.changes', true) AS ch
  * change payloads the triggers recorded in it, for this instance's own caches. BEGIN goes out with
  * the first statement, and the read of the recorded changes with COMMIT (the pool pipelines).
  */
-export async function writeTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<{ value: T, changes: string[] }> {
-  const { client, release } = await checkOut(pool)
-  let discard = false
-  try {
+export function writeTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<{ value: T, changes: string[] }> {
+  return onConnection(pool, async (client) => {
     const begun = client.query('BEGIN')
     begun.catch(() => {})
     const value = await work(client)
@@ -165,11 +177,5 @@ export async function writeTransaction<T> (pool: pg.Pool, work: (client: pg.Pool
     const [recorded] = await Promise.all([client.query<{ changes: string | null }>(RECORDED_CHANGES), client.query('COMMIT')])
     const text = recorded.rows[0]?.changes ?? ''
     return { value, changes: text === '' ? [] : text.split(';') }
-  } catch (error) {
-    if (!(error instanceof pg.DatabaseError)) discard = true
-    await client.query('ROLLBACK').catch(() => { discard = true })
-    throw translate(error)
-  } finally {
-    release(discard)
-  }
+  })
 }

@@ -24,10 +24,49 @@ export function openDatabase (file: string, openTimeoutMs = 5000): Database.Data
   return db
 }
 
-/** What a failed call rejects with: once the database is closed, StoreUnavailableError (503). */
-export function failureOf (db: Database.Database): (error: unknown) => unknown {
-  return (error) => db.open ? error : new StoreUnavailableError('the database is closed')
+/**
+ * SQLite result codes of a storage fault rather than a wrong statement: the disk is full, the
+ * file or its directory cannot be written (read-only, permissions, a read-only mount), an I/O
+ * error. Each passes when the operator frees space or restores the permissions.
+ */
+export function isStorageFault (error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && (code === 'SQLITE_FULL' || code === 'SQLITE_PERM' ||
+    /^SQLITE_(READONLY|IOERR|CANTOPEN)(_|$)/.test(code))
 }
+
+/** The code of the last storage fault a write met, per connection, until a write succeeds again. */
+const faults = new WeakMap<Database.Database, string>()
+
+/** The storage fault writes are failing with (readiness reports storage unavailable meanwhile), if any. */
+export const storageFaultOf = (db: Database.Database): string | undefined => faults.get(db)
+
+/**
+ * What a failed call rejects with: StoreUnavailableError (503 with Retry-After) once the database
+ * is closed or for a storage fault, which is also remembered for readiness; other errors as they are.
+ */
+export function failureOf (db: Database.Database): (error: unknown) => unknown {
+  return (error) => {
+    if (!db.open) return new StoreUnavailableError('the database is closed')
+    if (!isStorageFault(error)) return error
+    const code = String((error as { code: string }).code)
+    faults.set(db, code)
+    return new StoreUnavailableError(`the database cannot be written (${code}): ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/**
+ * A write that changes nothing but still commits a page (the header's user_version, which this
+ * service does not use): run by readiness while a storage fault is remembered, to find out whether
+ * writes work again, and at start, so that a database the process cannot write is refused then.
+ */
+export function probeWrite (db: Database.Database): void {
+  const version = Number(db.pragma('user_version', { simple: true }))
+  db.pragma(`user_version = ${version}`)
+}
+
+/** Readiness after a successful probe: the storage fault is over. */
+export const clearStorageFault = (db: Database.Database): void => { faults.delete(db) }
 
 /** SQLITE_BUSY and its extended codes: another connection holds the lock this statement needs. */
 export function isBusy (error: unknown): boolean {
@@ -70,6 +109,7 @@ export async function retryWhileBusy<T> (attempt: () => T, timeoutMs: number, st
 export async function migrationTransaction (db: Database.Database, work: (session: MigrationSession) => Promise<void>, timeoutMs = 5000): Promise<void> {
   const session: MigrationSession = {
     exec: async (script) => { db.exec(script) },
+    tables: async () => (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").pluck().all() as string[]),
     // $1, $2, … are named parameters to SQLite ("$1" is bound by the key 1).
     query: async <R>(sql: string, params: unknown[] = []) => {
       const statement = db.prepare(sql)
@@ -84,6 +124,8 @@ export async function migrationTransaction (db: Database.Database, work: (sessio
   await retryWhileBusy(() => db.exec('BEGIN IMMEDIATE'), timeoutMs)
   try {
     await work(session)
+    // Also when no migration was due: a database this process cannot write fails here, at start.
+    probeWrite(db)
     db.exec('COMMIT')
   } catch (error) {
     if (db.inTransaction) db.exec('ROLLBACK')

@@ -16,7 +16,8 @@ const isConstraintError = (error: unknown) =>
   typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code.startsWith('SQLITE_CONSTRAINT')
 
 /**
- * Group commit for one kind of small write. Calls made while the event loop handles one batch of
+ * Group commit for the writes of the request path (PATCHes, and the repositories' work through
+ * the store's `write`). Calls made while the event loop handles one batch of
  * I/O (every request parsed in the same turn) are queued and run together in one IMMEDIATE
  * transaction at the end of that turn (setImmediate); each caller's promise settles only after
  * that transaction has committed, so an acknowledged write is as durable as if it had committed

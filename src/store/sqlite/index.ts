@@ -5,7 +5,7 @@ import type { TableName } from '../schema.js'
 import type { Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
 import { runSync, type DataAccess } from '../work.js'
 import { ReadCaches } from './caches.js'
-import { failureOf, isBusy, migrationTransaction, openDatabase, retryWhileBusy } from './database.js'
+import { clearStorageFault, failureOf, isBusy, migrationTransaction, openDatabase, probeWrite, retryWhileBusy, storageFaultOf } from './database.js'
 import { sqliteStepRunner } from './dialect.js'
 import { GroupCommit } from './group-commit.js'
 import { LoggedList } from './lists.js'
@@ -173,7 +173,9 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       }
     },
 
-    ping: () => reading(() => { db.prepare('SELECT 1').get() }),
+    // While writes meet a storage fault (full disk, read-only file), a probe write says when it is over.
+    ping: () => reading(() => { db.prepare('SELECT 1').get() })
+      .then(() => storageFaultOf(db) === undefined ? undefined : writing('keys', () => { probeWrite(db) }).then(() => { clearStorageFault(db) })),
 
     close: async () => {
       writes.flush()

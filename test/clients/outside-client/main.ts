@@ -9,7 +9,8 @@
  * Prints one JSON object: for each operationId, the calls made and what came back.
  *
  * Each operation of the document has one function below, named by its operationId; a new
- * operation is a new function and a line in `run`.
+ * operation is a new function and a line in `run`. (409 idempotency_key_in_use needs a request
+ * still in progress, which the server's SQLite never has: test/postgres/orders-in-progress.test.ts.)
  */
 import createClient, { type Middleware } from 'openapi-fetch'
 import type { components, paths } from './schema.js'
@@ -98,12 +99,104 @@ async function getPetById (): Promise<void> {
   keep('getPetById', 'an unknown pet', await api.GET('/pets/{petId}', { params: { path: { petId: 999999 } } }))
 }
 
+/** The cursor of a `Link: <…>; rel="next"` header (RFC 8288), or undefined on the last page. */
+function nextCursor (response: Response): string | undefined {
+  const link = response.headers.get('link')
+  const target = link === null ? undefined : /<([^>]+)>\s*;\s*rel="next"/.exec(link)?.[1]
+  return target === undefined ? undefined : new URL(target, baseUrl).searchParams.get('cursor') ?? undefined
+}
+
 async function listOrders (): Promise<void> {
   const orders = await api.GET('/store/orders')
   keep('listOrders', 'the list', orders)
   if (orders.data !== undefined) descriptions.push(...orders.data.map(describeOrder))
   const etag = orders.response.headers.get('etag') ?? ''
   keep('listOrders', 'If-None-Match with its ETag', await api.GET('/store/orders', { params: { header: { 'If-None-Match': etag } } }))
+
+  // Pages of 3, following each page's Link rel="next" until a page has none.
+  let cursor: string | undefined
+  for (let page = 1; page <= 100; page++) {
+    const result = await api.GET('/store/orders', { params: { query: { limit: 3, cursor } } })
+    keep('listOrders', `page ${page} of 3 orders`, result)
+    if (result.data === undefined) throw new Error(`listOrders, page ${page}: ${result.response.status}`)
+    descriptions.push(...result.data.map(describeOrder))
+    cursor = nextCursor(result.response)
+    if (cursor === undefined) break
+  }
+  const open = await api.GET('/store/orders', { params: { query: { status: ['placed', 'approved'] } } })
+  keep('listOrders', 'the open orders', open)
+  if (open.data !== undefined) descriptions.push(...open.data.map(describeOrder))
+  const madeUp = await api.GET('/store/orders', { params: { query: { cursor: 'not-a-cursor' } } })
+  keep('listOrders', 'a cursor the service did not give', madeUp)
+  if (madeUp.error !== undefined) descriptions.push(describeError(madeUp.error))
+}
+
+/** The orders the program places, for the operations after placeOrder. */
+const placed: { plain?: Order, keyed?: Order, location?: string } = {}
+
+async function placeOrder (): Promise<void> {
+  const plain = await api.POST('/store/orders', { body: { petId: 12, quantity: 2 } })
+  keep('placeOrder', 'an order of 2 for pet 12', plain)
+  if (plain.data === undefined) throw new Error(`placeOrder: ${plain.response.status}`)
+  descriptions.push(describeOrder(plain.data))
+  placed.plain = plain.data
+
+  // One key per order, the same on every retry of it.
+  const key = { 'Idempotency-Key': 'outside-client-order-8-1' }
+  const keyed = await api.POST('/store/orders', { params: { header: key }, body: { petId: 8, quantity: 1, shipDate: '2026-12-02T10:30:00+01:00' } })
+  keep('placeOrder', 'an order with an Idempotency-Key', keyed)
+  if (keyed.data === undefined) throw new Error(`placeOrder with a key: ${keyed.response.status}`)
+  descriptions.push(describeOrder(keyed.data))
+  placed.keyed = keyed.data
+  placed.location = keyed.response.headers.get('location') ?? ''
+  const retried = await api.POST('/store/orders', { params: { header: key }, body: { petId: 8, quantity: 1, shipDate: '2026-12-02T10:30:00+01:00' } })
+  keep('placeOrder', 'the same key and body again', retried)
+  if (retried.data !== undefined) descriptions.push(describeOrder(retried.data))
+  const reused = await api.POST('/store/orders', { params: { header: key }, body: { petId: 8, quantity: 2 } })
+  keep('placeOrder', 'the same key with another body', reused)
+  if (reused.error !== undefined) descriptions.push(describeError(reused.error))
+
+  const tooMany = await api.POST('/store/orders', { body: { petId: 12, quantity: 5 } })
+  keep('placeOrder', 'more than is left to reserve', tooMany)
+  if (tooMany.error !== undefined) descriptions.push(describeError(tooMany.error))
+  keep('placeOrder', 'a pet without an inventory entry', await api.POST('/store/orders', { body: { petId: 999999, quantity: 1 } }))
+}
+
+async function getOrderById (): Promise<void> {
+  const order = await api.GET('/store/orders/{orderId}', { params: { path: { orderId: 42 } } })
+  keep('getOrderById', 'order 42', order)
+  if (order.data !== undefined) descriptions.push(describeOrder(order.data))
+  const etag = order.response.headers.get('etag') ?? ''
+  keep('getOrderById', 'If-None-Match with its ETag', await api.GET('/store/orders/{orderId}', { params: { path: { orderId: 42 }, header: { 'If-None-Match': etag } } }))
+  // Location is the path from the server's root: /v1/store/orders/{id}.
+  const id = Number(/^\/v1\/store\/orders\/([0-9]+)$/.exec(placed.location ?? '')?.[1])
+  const atLocation = await api.GET('/store/orders/{orderId}', { params: { path: { orderId: id } } })
+  keep('getOrderById', 'the order placed with a key, at its Location', atLocation)
+  if (atLocation.data !== undefined) descriptions.push(describeOrder(atLocation.data))
+  keep('getOrderById', 'an unknown order', await api.GET('/store/orders/{orderId}', { params: { path: { orderId: 999999 } } }))
+}
+
+async function updateOrder (): Promise<void> {
+  const orderId = placed.plain?.id ?? 1
+  const approved = await api.PATCH('/store/orders/{orderId}', { params: { path: { orderId } }, body: { status: 'approved' } })
+  keep('updateOrder', 'approve the order of 2 for pet 12', approved)
+  if (approved.data !== undefined) descriptions.push(describeOrder(approved.data))
+  const delivered = await api.PATCH('/store/orders/{orderId}', { params: { path: { orderId } }, body: { status: 'delivered' } })
+  keep('updateOrder', 'deliver it', delivered)
+  if (delivered.data !== undefined) descriptions.push(describeOrder(delivered.data))
+  const final = await api.PATCH('/store/orders/{orderId}', { params: { path: { orderId } }, body: { status: 'approved' } })
+  keep('updateOrder', 'approve it once delivered', final)
+  if (final.error !== undefined) descriptions.push(describeError(final.error))
+  keep('updateOrder', 'an unknown order', await api.PATCH('/store/orders/{orderId}', { params: { path: { orderId: 999999 } }, body: { status: 'approved' } }))
+}
+
+async function cancelOrder (): Promise<void> {
+  const orderId = placed.keyed?.id ?? 1
+  keep('cancelOrder', 'the order placed with a key', await api.DELETE('/store/orders/{orderId}', { params: { path: { orderId } } }))
+  keep('cancelOrder', 'the same order again', await api.DELETE('/store/orders/{orderId}', { params: { path: { orderId } } }))
+  const delivered = await api.DELETE('/store/orders/{orderId}', { params: { path: { orderId: placed.plain?.id ?? 1 } } })
+  keep('cancelOrder', 'the delivered order', delivered)
+  if (delivered.error !== undefined) descriptions.push(describeError(delivered.error))
 }
 
 /** Errors every operation can answer: an unknown key (401), over the limit (429). */
@@ -123,6 +216,11 @@ async function run (): Promise<void> {
   await listOrders()
   await updateInventory()
   await everywhere()
+  // The orders last: they change the inventory the calls above are compared with.
+  await placeOrder()
+  await getOrderById()
+  await updateOrder()
+  await cancelOrder()
 }
 
 await run()
