@@ -3,7 +3,7 @@ import pg from 'pg'
 /** Ids of one kind that changed, or 'all' when the writer did not say which (or too many). */
 export type Changed<K> = K[] | 'all'
 
-/** What one committed statement changed, as the triggers of migration 002 announce it. */
+/** What one committed statement changed, as the change triggers (migrations 002 and 004) announce it. */
 export interface Change {
   /** Pets whose record, inventory entry or status (through their orders) changed. */
   pets?: Changed<number>
