@@ -36,7 +36,10 @@ class Argument {
  */
 export interface Statement<A, R> {
   readonly name: string
+  /** The tables the statement writes. */
   readonly changes: readonly TableName[]
+  /** Every table the statement reads or writes. */
+  readonly tables: readonly TableName[]
   compiled (engine: Engine, args: A): CompiledSql
   /** Only for typing: the row the statement returns. */
   readonly row?: R
@@ -55,6 +58,19 @@ export function tablesWritten (node: unknown): TableName[] {
     const target = kind === 'InsertQueryNode' ? record.into : kind === 'UpdateQueryNode' ? record.table : kind === 'DeleteQueryNode' ? record.from : undefined
     for (const table of tableNames(target)) found.add(table)
     for (const child of Object.values(record)) visit(child)
+  }
+  visit(node)
+  return [...found]
+}
+
+/** Every table a compiled query names (read or written), from Kysely's tree. */
+export function tablesNamed (node: unknown): TableName[] {
+  const found = new Set<TableName>()
+  const visit = (value: unknown): void => {
+    if (value === null || typeof value !== 'object') return
+    if (Array.isArray(value)) { for (const item of value) visit(item); return }
+    for (const table of tableNames(value)) found.add(table)
+    for (const child of Object.values(value as Record<string, unknown>)) visit(child)
   }
   visit(node)
   return [...found]
@@ -105,6 +121,7 @@ export function statement<A extends object, Q extends Compilable<unknown>> (
   return {
     name,
     changes: tablesWritten(perEngine.sqlite.query),
+    tables: tablesNamed(perEngine.sqlite.query),
     compiled: (engine, args) => filled[engine](args)
   }
 }
@@ -115,10 +132,14 @@ export function statement<A extends object, Q extends Compilable<unknown>> (
  */
 export function dynamic<Q extends Compilable<unknown>> (name: string, build: (db: Kysely<Database>) => Q): Statement<Record<string, unknown>, Row<Q>> {
   let changes: TableName[] | undefined
+  let tables: TableName[] | undefined
   return {
     name,
     get changes () {
       return (changes ??= tablesWritten(build(builders.sqlite).compile().query))
+    },
+    get tables () {
+      return (tables ??= tablesNamed(build(builders.sqlite).compile().query))
     },
     compiled: (engine) => build(builders[engine]).compile()
   }

@@ -59,6 +59,12 @@ export function * getPet (petId: number): Work<ReturnType<typeof toPet> | undefi
   return row && toPet(row)
 }
 
+/** Every inventory entry, ordered by petId. */
+function * listInventory (): Work<ReturnType<typeof toInventoryItem>[]> {
+  // The columns are the field map's, each under its field's name.
+  return (yield * all(queries.listInventory, {})).map((row) => toInventoryItem(row as unknown as InventoryRow))
+}
+
 export function * activeKeyByHash (keyHash: string): Work<ApiKeyRecord | undefined> {
   return yield * first(queries.activeKeyByHash, { keyHash })
 }
@@ -73,10 +79,7 @@ export function sharedMethods (data: DataAccess): SharedMethods {
   return {
     countPets: () => data.read(function * () { return count((yield * one(queries.countPets, {})).n) }),
     highestPetId: () => data.read(function * () { return count((yield * one(queries.highestPetId, {})).id) }),
-    listInventory: () => data.read(function * () {
-      // The columns are the field map's, each under its field's name.
-      return (yield * all(queries.listInventory, {})).map((row) => toInventoryItem(row as unknown as InventoryRow))
-    }),
+    listInventory: () => data.read(listInventory),
     listOrders: () => data.read(function * () { return (yield * all(queries.listOrders, {})).map(toOrder) }),
     createApiKey: (key) => data.write(() => one(queries.insertKey, { ...key, createdAt: new Date().toISOString() })),
     listApiKeys: () => data.read(() => all(queries.listKeys, {})),

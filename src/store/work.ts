@@ -73,10 +73,26 @@ export function dispatch<Result> (engine: Engine, step: Step, runner: StepRunner
 /** The tables a step writes (read from its statement). */
 export const tablesOf = (step: Step): readonly TableName[] => step.kind === 'run' || step.kind === 'all' ? step.statement.changes : []
 
-/** Runs work whose steps complete synchronously (SQLite). */
-export function runSync<T> (work: Work<T>, engine: Engine, runner: StepRunner<unknown>, wrote?: (tables: readonly TableName[]) => void): T {
+/** Every table a step reads or writes; a lock names its table. */
+export const tablesTouched = (step: Step): readonly TableName[] =>
+  step.kind === 'run' || step.kind === 'all' ? step.statement.tables : step.kind === 'lockRow' ? [step.table] : []
+
+/** What runSync returns when `before` stopped the work. */
+export const STOPPED: unique symbol = Symbol('stopped')
+
+/**
+ * Runs work whose steps complete synchronously (SQLite). `before` sees each step before it runs;
+ * when it returns false, the work is stopped (its finally blocks run) and runSync returns STOPPED.
+ */
+export function runSync<T> (work: Work<T>, engine: Engine, runner: StepRunner<unknown>, wrote?: (tables: readonly TableName[]) => void): T
+export function runSync<T> (work: Work<T>, engine: Engine, runner: StepRunner<unknown>, wrote: undefined, before: (step: Step) => boolean): T | typeof STOPPED
+export function runSync<T> (work: Work<T>, engine: Engine, runner: StepRunner<unknown>, wrote?: (tables: readonly TableName[]) => void, before?: (step: Step) => boolean): T | typeof STOPPED {
   let next = work.next()
   while (next.done !== true) {
+    if (before !== undefined && !before(next.value)) {
+      work.return(undefined as T)
+      return STOPPED
+    }
     wrote?.(tablesOf(next.value))
     next = work.next(dispatch(engine, next.value, runner))
   }

@@ -109,6 +109,11 @@ export class GroupCommit<A, R> {
     return new Promise((resolve) => { this.idleWaiters.push(resolve) })
   }
 
+  /** Whether a call that `concerns` picks out is waiting (nothing is registered, unlike idle). */
+  waiting (concerns: (args: A) => boolean): boolean {
+    return this.queue.some((call) => concerns(call.args))
+  }
+
   /** Runs what is queued now; close() calls it so that no accepted call is left unanswered. */
   flush (): void {
     this.scheduled = false

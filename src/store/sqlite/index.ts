@@ -3,7 +3,7 @@ import { petColumns, toInventoryItem } from '../rows.js'
 import { activeKeyByHash, getPet, sharedMethods } from '../shared-queries.js'
 import type { TableName } from '../schema.js'
 import type { Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
-import { runSync, type DataAccess } from '../work.js'
+import { runSync, STOPPED, tablesTouched, type DataAccess, type Step } from '../work.js'
 import { ReadCaches } from './caches.js'
 import { clearStorageFault, failureOf, isBusy, migrationTransaction, openDatabase, probeWrite, retryWhileBusy, storageFaultOf } from './database.js'
 import { sqliteStepRunner } from './dialect.js'
@@ -151,7 +151,16 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
 
   const access: DataAccess = {
     engine: 'sqlite',
-    read: (work) => readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner)),
+    // A read waits for queued repository work (which may change anything), and for queued PATCHes
+    // only when one of its statements touches the inventory they change: a read of orders is
+    // answered while a PATCH waits for another process's lock. Such a read is stopped at that
+    // step and run again once the queue has been committed.
+    read: async (work) => {
+      const patchQueued = (step: Step) => tablesTouched(step).includes('inventory') && writes.waiting((write) => write.petId !== undefined)
+      const result = await readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner, undefined, (step) => !patchQueued(step)),
+        (write) => write.petId === undefined)
+      return result !== STOPPED ? result : readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner))
+    },
     // A savepoint inside the batch's transaction: work that fails undoes only its own statements.
     write: (work) => queueWrite({ apply: () => db.transaction(() => runSync(work(), 'sqlite', runner, noteTables))() })
   }
