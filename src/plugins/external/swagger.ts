@@ -31,6 +31,22 @@ const THEME_CSS = `.swagger-ui .info .description table { width: auto; margin: 0
 .swagger-ui .opblock .opblock-section-header { min-height: 0; padding: 4px 20px; }
 .swagger-ui .opblock-body .opblock-section .table-container thead { display: none; }
 .swagger-ui .opblock-body .opblock-section .table-container td { padding: 2px 20px 2px 0; }
+.swagger-ui .opblock .opblock-description-wrapper { padding: 8px 20px; margin-bottom: 0; }
+.swagger-ui .opblock-body .opblock-section .table-container { padding: 8px 20px; }
+.swagger-ui .opblock-body .execute-wrapper:empty { display: none; }
+.swagger-ui .opblock-body .responses-inner { padding: 8px 20px; }
+.swagger-ui .opblock-body .parameters-col_name :is(.parameter__type, .parameter__in) { display: inline; padding: 0 0.5em 0 0; }
+.swagger-ui .opblock-body .response-controls { padding-top: 4px; }
+.swagger-ui .opblock-body .response-control-media-type { display: flex; align-items: center; gap: 0.5em; margin: 0; }
+.swagger-ui .opblock-body .response-control-media-type .response-control-media-type__title,
+.swagger-ui .opblock-body .response-control-examples .response-control-examples__title,
+.swagger-ui .opblock-body .response-control-examples .examples-select { margin: 0; }
+.swagger-ui .opblock-body :is(.content-type-wrapper, .response-control-examples) select { padding-top: 2px; padding-bottom: 2px; }
+.swagger-ui .opblock-body .model-example { margin-top: 4px; }
+.swagger-ui .opblock-body .model-example .tab { margin: 4px 0; }
+.swagger-ui tr.response[data-code^="2"] .headers-wrapper .headers__title { margin: 4px 0 2px; }
+.swagger-ui tr.response[data-code^="2"] .headers th { padding: 2px 0; }
+.swagger-ui tr.response[data-code^="2"] .headers td:first-child { white-space: nowrap; padding-right: 1em; }
 .swagger-ui tr.response[data-code^="2"] .headers td { padding-top: 2px; padding-bottom: 2px; }
 .swagger-ui tr.response[data-code^="2"] .headers p { margin: 0; }
 .swagger-ui tr.response td { padding-top: 4px; padding-bottom: 4px; }
