@@ -11,24 +11,58 @@ export interface SwaggerOptions {
   persistAuthorization: boolean
 }
 
-// A style sheet served with Swagger UI's own (the page's policy allows no inline style): the
-// plans table of the introduction as wide as its figures, which it aligns to the right; an error
-// response's headers one line each, without the type column (the operation's 2xx shows the types,
-// the introduction the rules), its example without the media type choice (there is one: JSON)
-// and the Schema tab (it is always the Error schema, under Schemas), tighter.
+// A style sheet served with Swagger UI's own (the page's policy allows no inline style), so that an
+// expanded operation reads in one screen or two: the plans table of the introduction as wide as its
+// figures, which it aligns to the right; no Links column (no response has links); the inputs of the
+// parameters only under "Try it out" (outside it they are disabled and empty, the example is shown
+// above them); tighter rows and section headers. An error response reads in three lines: its
+// description, its example on one line (the schema is always Error, under Schemas; the media type is
+// always JSON, so no choice is shown but the choice of examples when there are several), and the
+// names of its headers (their rules are in the introduction). Swagger UI styles an example inline,
+// so only !important overrides its spacing and line breaks.
+const ERROR = '.swagger-ui tr.response:not([data-code^="2"])'
 const THEME_CSS = `.swagger-ui .info .description table { width: auto; margin: 0 0 1em; }
 .swagger-ui .info .description th, .swagger-ui .info .description td { padding: 6px 32px 6px 0; }
 .swagger-ui .info .description td + td, .swagger-ui .info .description th + th { text-align: right; }
-.swagger-ui tr.response:not([data-code^="2"]) .response-controls,
-.swagger-ui tr.response:not([data-code^="2"]) .model-example .tab,
-.swagger-ui tr.response:not([data-code^="2"]) .headers thead,
-.swagger-ui tr.response:not([data-code^="2"]) .headers td:nth-child(3) { display: none; }
-.swagger-ui tr.response:not([data-code^="2"]) .headers td { padding: 0 1em 0 0; }
-.swagger-ui tr.response:not([data-code^="2"]) .headers p { margin: 0; }
-.swagger-ui tr.response:not([data-code^="2"]) td { padding-top: 4px; padding-bottom: 4px; }
-.swagger-ui tr.response:not([data-code^="2"]) .response-col_description__inner p { margin: 0 0 4px; }
-.swagger-ui tr.response:not([data-code^="2"]) .highlight-code pre { margin: 0; }
-.swagger-ui tr.response:not([data-code^="2"]) .headers-wrapper .headers__title { margin: 0.5em 0 0; }
+.swagger-ui .responses-table .response-col_links { display: none; }
+.swagger-ui .opblock-body .parameters-col_description :is(input, select, textarea)[disabled] { display: none; }
+.swagger-ui .opblock-body table.parameters tbody tr td { padding-top: 6px; padding-bottom: 6px; }
+.swagger-ui .opblock-body .parameters-col_description .renderedMarkdown p { margin: 0; }
+.swagger-ui .opblock .opblock-section-header { min-height: 0; padding: 4px 20px; }
+.swagger-ui .opblock-body .opblock-section .table-container thead { display: none; }
+.swagger-ui .opblock-body .opblock-section .table-container td { padding: 2px 20px 2px 0; }
+.swagger-ui .opblock .opblock-description-wrapper { padding: 8px 20px; margin-bottom: 0; }
+.swagger-ui .opblock-body .opblock-section .table-container { padding: 8px 20px; }
+.swagger-ui .opblock-body .execute-wrapper:empty { display: none; }
+.swagger-ui .opblock-body .responses-inner { padding: 8px 20px; }
+.swagger-ui .opblock-body .parameters-col_name :is(.parameter__type, .parameter__in) { display: inline; padding: 0 0.5em 0 0; }
+.swagger-ui .opblock-body .response-controls { padding-top: 4px; }
+.swagger-ui .opblock-body .response-control-media-type { display: flex; align-items: center; gap: 0.5em; margin: 0; }
+.swagger-ui .opblock-body .response-control-media-type .response-control-media-type__title,
+.swagger-ui .opblock-body .response-control-examples .response-control-examples__title,
+.swagger-ui .opblock-body .response-control-examples .examples-select { margin: 0; }
+.swagger-ui .opblock-body :is(.content-type-wrapper, .response-control-examples) select { padding-top: 2px; padding-bottom: 2px; }
+.swagger-ui .opblock-body .model-example { margin-top: 4px; }
+.swagger-ui .opblock-body .model-example .tab { margin: 4px 0; }
+.swagger-ui tr.response[data-code^="2"] .headers-wrapper .headers__title { margin: 4px 0 2px; }
+.swagger-ui tr.response[data-code^="2"] .headers th { padding: 2px 0; }
+.swagger-ui tr.response[data-code^="2"] .headers td:first-child { white-space: nowrap; padding-right: 1em; }
+.swagger-ui tr.response[data-code^="2"] .headers td { padding-top: 2px; padding-bottom: 2px; }
+.swagger-ui tr.response[data-code^="2"] .headers p { margin: 0; }
+.swagger-ui tr.response td { padding-top: 4px; padding-bottom: 4px; }
+${ERROR} .response-col_description__inner p { margin: 0; }
+${ERROR} .response-control-media-type, ${ERROR} .model-example .tab, ${ERROR} .headers thead,
+${ERROR} .headers td:nth-child(n+2) { display: none; }
+${ERROR} .response-controls { display: block; padding: 0; }
+${ERROR} .response-control-examples { display: flex; align-items: center; gap: 0.5em; margin: 2px 0; }
+${ERROR} .model-example { margin: 2px 0 0; }
+${ERROR} .highlight-code .microlight { min-height: 0; margin: 0; padding: 2px 0.5em !important; }
+${ERROR} .highlight-code pre code { white-space: normal !important; }
+${ERROR} .headers-wrapper { display: block; margin: 2px 0 0; font-size: 12px; }
+${ERROR} .headers-wrapper .headers__title { display: inline; margin: 0 0.5em 0 0; font-size: 12px; }
+${ERROR} .headers, ${ERROR} .headers tbody, ${ERROR} .headers tr { display: inline; }
+${ERROR} .headers td:first-child { display: inline; padding: 0; font-size: 12px; }
+${ERROR} .headers tr:not(:last-child) td:first-child::after { content: ", "; }
 `
 
 /** The docs page: Swagger UI with its assets served from this process, outside /v1 (no key, no limit). */
