@@ -7,7 +7,7 @@ import { ConfigError, loadConfig, maskPassword } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
 
-t.test('loadConfig defaults are those of PRODUCT.md §8', async (t) => {
+t.test('loadConfig defaults are those of README.md (Configuration)', async (t) => {
   const config = loadConfig({})
   const expected = {
     nodeEnv: 'development',
@@ -158,7 +158,7 @@ t.test('a refused address is echoed without its password', async (t) => {
       t.notMatch(message, /s3cret/, `${name}: no part of the password`)
     }
   }
-  t.equal(maskPassword('postgres://user:secret@host/db'), 'postgres://user:***@host/db', 'PRODUCT.md §8 example')
+  t.equal(maskPassword('postgres://user:secret@host/db'), 'postgres://user:***@host/db', 'README.md (Configuration) example')
   t.equal(maskPassword('https://user@api.example:8443/x'), 'https://user@api.example:8443/x', 'a user without a password and a port are left alone')
   t.equal(maskPassword('redis://cache.example:6379/2'), 'redis://cache.example:6379/2', 'nothing to mask')
 })

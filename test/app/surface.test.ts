@@ -6,7 +6,7 @@ import { errorCodes, isStub, operations, sampleRequest } from '../helpers/surfac
 type Json = Record<string, unknown>
 type Operation = Json & { operationId: string, responses: Record<string, Json>, deprecated?: boolean, 'x-stability'?: string, 'x-sunset'?: string }
 
-// The operations and Error codes of the product (PRODUCT.md §1 and §2), restated here on purpose:
+// The operations and Error codes of the product (the interface and openapi.yaml), restated here on purpose:
 // the test holds the document to the product. The document may have more (the complete lists are
 // read from openapi.yaml, see test/helpers/surface.ts); it must have these.
 const productOperations = [
@@ -39,7 +39,7 @@ const productCodes = {
   service_unavailable: 503
 }
 
-t.test('the served document has the operations of openapi.yaml, among them those of PRODUCT.md §1, and the app routes every one', async (t) => {
+t.test('the served document has the operations of openapi.yaml, among them the eight of the product, and the app routes every one', async (t) => {
   const api = await buildTestApp(t)
   const doc = (await api.request({ method: 'GET', url: '/openapi.json' })).json() as Json & { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Json> } }
   const served = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => [op.operationId, method.toUpperCase(), path]))
@@ -81,7 +81,7 @@ t.test('the served document has the operations of openapi.yaml, among them those
   }
 })
 
-t.test('the Error codes of openapi.yaml, among them those of PRODUCT.md §2: the same in the code', async (t) => {
+t.test('the Error codes of openapi.yaml, among them those of openapi.yaml: the same in the code', async (t) => {
   const api = await buildTestApp(t)
   const doc = (await api.request({ method: 'GET', url: '/openapi.json' })).json() as { components: { schemas: Record<string, Json & { properties: Record<string, Json> }> } }
   const error = doc.components.schemas.Error!
@@ -93,7 +93,7 @@ t.test('the Error codes of openapi.yaml, among them those of PRODUCT.md §2: the
   for (const [code, status] of Object.entries(errorStatus)) t.ok(status >= 400 && status <= 599, `${code}: ${status} is an error status`)
 })
 
-t.test('schemas carry the bounds and the status rule of PRODUCT.md §2–3', async (t) => {
+t.test('schemas carry the bounds and the status rule of openapi.yaml', async (t) => {
   const api = await buildTestApp(t)
   const doc = (await api.request({ method: 'GET', url: '/openapi.json' })).json() as { components: { schemas: Record<string, Json & { properties: Record<string, Json> }> } }
   const s = doc.components.schemas

@@ -10,7 +10,7 @@ let nextOrderId = 500
 const order = (petId: number, quantity: number, status: 'placed' | 'approved' | 'delivered') =>
   ({ id: nextOrderId--, petId, quantity, shipDate: '2026-12-01T12:00:00.000Z', status, complete: status === 'delivered' })
 
-// Every case of the status rule (PRODUCT.md §3), inserted out of order.
+// Every case of the status rule (openapi.yaml, InventoryItem.status), inserted out of order.
 const cases: { petId: number, quantity: number, orders: ReturnType<typeof order>[], status: string, why: string }[] = [
   { petId: 30, quantity: 3, orders: [order(30, 3, 'placed')], status: 'pending', why: 'placed orders reserve exactly the stock' },
   { petId: 2, quantity: 0, orders: [], status: 'sold', why: 'no stock, no orders' },
@@ -40,7 +40,7 @@ t.test('an empty store lists no inventory', async (t) => {
   t.same(res.json(), [])
 })
 
-t.test('listInventory returns every entry ordered by petId, with the status rule of PRODUCT.md §3', async (t) => {
+t.test('listInventory returns every entry ordered by petId, with the status rule of openapi.yaml', async (t) => {
   const api = await buildTestApp(t, { env: { SEED: 'false' } })
   await api.store.importCatalogue(catalogue)
   const res = await api.request({ method: 'GET', url: '/v1/inventory', headers: await api.authHeader() })

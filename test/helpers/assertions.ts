@@ -24,7 +24,7 @@ export function expectError (t: Asserts, res: ResponseLike, status: number, code
   return body
 }
 
-/** A 401 as PRODUCT.md §4 wants it: the Error body and an RFC 6750 `WWW-Authenticate: Bearer` challenge. */
+/** A 401 as openapi.yaml describes it (Unauthorized): the Error body and an RFC 6750 `WWW-Authenticate: Bearer` challenge. */
 export function expectUnauthorized (t: Asserts, res: ResponseLike, name = '401'): void {
   expectError(t, res, 401, 'unauthorized', name)
   t.match(String(res.headers['www-authenticate']), /^Bearer( |$)/, `${name}: WWW-Authenticate: Bearer`)

@@ -40,7 +40,7 @@ t.test('two server processes on one PostgreSQL schema (and one Redis), one of th
   if (redisUp) Object.assign(env, { REDIS_URL, REDIS_KEY_PREFIX: redisPrefix(t) })
   const a = await startServer(t, env)
   const b = await startServer(t, env)
-  // PRODUCT.md §7: never a demo key on PostgreSQL, even on a fresh database outside production.
+  // docs/operations.md: never a demo key on PostgreSQL, even on a fresh database outside production.
   t.equal(a.demoKey, undefined, 'no demo key on PostgreSQL (first instance)')
   t.equal(b.demoKey, undefined, 'no demo key on PostgreSQL (second instance)')
 

@@ -1,5 +1,5 @@
 /**
- * PRODUCT.md §5 on both counter stores (process memory and the real Redis), through the public
+ * openapi.yaml (rate limits) on both counter stores (process memory and the real Redis), through the public
  * surface: app.inject via request(), which also checks every response against openapi.yaml.
  * Time is the test's clock, moved forward instead of slept through. The numbers are the
  * product's: Free 60 a minute, a ban after 10 requests past the limit, for 900 s. Every plan's

@@ -1,5 +1,5 @@
 /**
- * Each plan's numbers (PRODUCT.md §5), written here as the product states them and exercised to
+ * Each plan's numbers (openapi.yaml (rate limits)), written here as the product states them and exercised to
  * the request: a key gets exactly its plan's allowance in a minute and in a day, and the next
  * request is 429 rate_limited with the headers of the window that refused it. Every counted
  * request is a real request through app.inject; the test's clock moves a minute at a time, so

@@ -1,5 +1,5 @@
 /**
- * API keys at rest and in use (PRODUCT.md §4).
+ * API keys at rest and in use (README.md (API keys)).
  *
  * At rest: keys made the way an operator makes them (the keys CLI) exist in the database only as
  * their SHA-256: neither the rows of any table nor any byte of the database files (SQLite's
@@ -41,7 +41,7 @@ async function createKeysWithCli (databaseUrl: string): Promise<Created[]> {
 t.test('SQLite: keys exist only as their SHA-256, in every table and every byte of the database files', async (t) => {
   const dir = tempDir(t)
   const databaseUrl = `sqlite:${join(dir, 'keys.db')}`
-  await migrateDatabase(databaseUrl) // keys never creates a database (PRODUCT.md §7)
+  await migrateDatabase(databaseUrl) // keys never creates a database (docs/operations.md)
   const keys = await createKeysWithCli(databaseUrl)
 
   // Every row of every table, read straight from the file (not through the Store interface).

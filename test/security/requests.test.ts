@@ -141,7 +141,7 @@ t.test('prototype poisoning in bodies and query strings is refused and pollutes 
   }
   for (const query of ['?__proto__[isAdmin]=true', '?constructor[prototype][isAdmin]=true', '?__proto__.isAdmin=true']) {
     const res = await api.request({ method: 'GET', url: `/v1/inventory${query}`, headers })
-    // PRODUCT.md §1: a query parameter the operation does not declare is 400, naming it.
+    // openapi.yaml: a query parameter the operation does not declare is 400, naming it.
     t.equal(res.statusCode, 400, `${query}: refused (the operation takes no query parameters)`)
     t.match(res.json(), { code: 'invalid_request', message: /^querystring must NOT have additional properties/ }, `${query}: says why`)
   }

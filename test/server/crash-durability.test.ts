@@ -1,5 +1,5 @@
 /**
- * Every write the service acknowledged survives `kill -9` (PRODUCT.md §7). A real server process
+ * Every write the service acknowledged survives `kill -9` (docs/operations.md). A real server process
  * takes a stream of concurrent PATCHes, one in flight per pet, and is killed with SIGKILL in
  * the middle of it; after a restart on the same database, each pet holds its last acknowledged
  * quantity, or the one that was in flight when the process died (sent, maybe applied, never

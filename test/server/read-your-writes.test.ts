@@ -1,5 +1,5 @@
 /**
- * Read your writes (PRODUCT.md §7): a request received after a write, in the same process, sees
+ * Read your writes (docs/operations.md): a request received after a write, in the same process, sees
  * that write. The hard case is HTTP pipelining: a GET sent right behind a PATCH on one connection,
  * in the same TCP segment, is handled while the PATCH's commit is still queued (group commit). Raw
  * sockets against a listening app, since app.inject has no connections.

@@ -1,5 +1,5 @@
 /**
- * SQLite shared with other processes (PRODUCT.md §7). Another process holding the write lock
+ * SQLite shared with other processes (docs/operations.md). Another process holding the write lock
  * (tests/helpers/hold-write-lock.mjs, as a second instance, the keys command or a backup can) must
  * not freeze the server: /healthz and reads keep answering, and a write waits on timers for at
  * most DATABASE_TIMEOUT_MS, then is answered 503 with Retry-After. Two server processes on one

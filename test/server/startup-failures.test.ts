@@ -6,7 +6,7 @@ import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
 
-// PRODUCT.md §8: a start-up failure prints one line saying what failed and what to check, exits 1.
+// docs/operations.md (configuration): a start-up failure prints one line saying what failed and what to check, exits 1.
 const startServer = (env: Record<string, string>) =>
   run(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'server.ts')], { LOG_LEVEL: 'silent', SEED: 'false', ...env }, 60_000)
 
