@@ -9,7 +9,7 @@ import type { HandlerMap } from './http/operation-types.js'
 import { formatValidationErrors } from './http/json-body.js'
 import { strictJsonParser } from './http/json-parser.js'
 import { serializerCompiler, validatorCompiler } from './http/validation.js'
-import { loggerOptions } from './logger.js'
+import { loggerOptions, requestLogger } from './logger.js'
 import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
 import { checkHandlers } from './openapi/operations.js'
 import conditionalRequests from './plugins/app/conditional-requests.js'
@@ -52,6 +52,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
 export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
     logger: loggerOptions(config),
+    childLoggerFactory: requestLogger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
