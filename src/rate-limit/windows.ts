@@ -1,4 +1,4 @@
-import type { PlanLimits } from '../openapi/document.js'
+import type { PlanLimits } from '../contract/document.js'
 import type { ApiKeyRecord } from '../store/types.js'
 
 /**

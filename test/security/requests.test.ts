@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { StoreUnavailableError } from '../../src/errors.js'
+import { StoreUnavailableError } from '../../src/contract/errors.js'
 import { generateApiKey } from '../../src/store/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { Store } from '../../src/store/types.js'

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError, type ErrorCode, StoreUnavailableError } from '../../errors.js'
+import { ApiError, type ErrorCode, StoreUnavailableError } from '../../contract/errors.js'
 import type { ApiKeyRecord } from '../../store/types.js'
 import { BEARER_REALM } from '../external/bearer-auth.js'
 import type { AuthFailureReason } from './metrics.js'

@@ -1,7 +1,7 @@
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError } from '../../errors.js'
+import { ApiError } from '../../contract/errors.js'
 import { clientAddress } from '../../rate-limit/client-address.js'
 import { hashApiKey } from '../../store/api-keys.js'
 

@@ -1,7 +1,7 @@
 import fastifyCors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { ApiDocument } from '../../openapi/document.js'
+import type { ApiDocument } from '../../contract/document.js'
 
 /**
  * Response headers a page on another origin may read (openapi.yaml's introduction lists them):
