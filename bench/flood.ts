@@ -36,7 +36,7 @@ import { loadConfig } from '../src/config.js'
 import { loadDocument } from '../src/contract/document.js'
 import { projectRoot } from '../src/contract/paths.js'
 import { MemoryRateLimitStore } from '../src/rate-limit/memory-store.js'
-import { issueApiKey } from '../src/store/api-keys.js'
+import { issueApiKey } from '../src/repositories/api-keys.js'
 import { createStore } from '../src/store/create-store.js'
 import { freePort } from './lib/servers.js'
 

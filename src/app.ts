@@ -19,7 +19,6 @@ import metrics from './plugins/app/metrics.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import repositories from './plugins/app/repositories.js'
 import storage from './plugins/app/storage.js'
-import bearerAuth from './plugins/external/bearer-auth.js'
 import compress from './plugins/external/compress.js'
 import cors from './plugins/external/cors.js'
 import rateLimit from './plugins/external/rate-limit.js'
@@ -106,7 +105,6 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
 
   await fastify.register(securityHeaders)
   await fastify.register(compress)
-  await fastify.register(bearerAuth)
   await fastify.register(rateLimit, {
     banSeconds: config.rateLimitBanSeconds,
     redis: config.redisUrl === undefined ? undefined : { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: config.redisCommandTimeoutMs },
