@@ -13,6 +13,7 @@ import { checkHandlers } from './contract/operations.js'
 import { serializerCompiler, validatorCompiler } from './contract/validation.js'
 import { loggerOptions } from './logger.js'
 import conditionalRequests from './plugins/app/conditional-requests.js'
+import corsPreflights from './plugins/app/cors-preflights.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
 import metrics from './plugins/app/metrics.js'
@@ -114,8 +115,11 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
 
   await fastify.register(errorHandling)
   await fastify.register(httpProtocol)
-  // After the Host check, and at the root so that its hook answers preflights before /v1 authenticates.
-  if (config.corsOrigins !== undefined) await fastify.register(cors, { origins: config.corsOrigins, document })
+  // After the Host check, and at the root so that their hooks answer preflights before /v1 authenticates.
+  if (config.corsOrigins !== undefined) {
+    await fastify.register(cors, { origins: config.corsOrigins, document })
+    await fastify.register(corsPreflights, { origins: config.corsOrigins })
+  }
   await fastify.register(conditionalRequests)
   await fastify.register(metrics, { enabled: config.metricsPort !== undefined })
   await fastify.register(storage, {
