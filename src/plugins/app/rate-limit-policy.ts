@@ -183,7 +183,7 @@ declare module 'fastify' {
     rateLimits: {
       count: (request: FastifyRequest, reply: FastifyReply, apiKey: ApiKeyRecord | null) => Promise<void>
       skip: (request: FastifyRequest, reply: FastifyReply) => void
-      /** Which presented keys are worth a store lookup; bearer-auth asks it before each one. */
+      /** Which presented keys are worth a store lookup; identify (authentication.ts) asks it before each one. */
       keyGuard: KeyGuard
     }
   }
