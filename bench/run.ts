@@ -9,7 +9,8 @@
  * Options: --quick (1 short round, results in bench/out/), --rounds N (default 5: a median that two
  * noisy rounds cannot move), --duration S, --warmup S,
  * --only w1,w2 (workloads), --configs c1,c2, --generator wrk|autocannon, --profile (service
- * processes run with --cpu-prof; profiles and their summaries land in bench/out/profiles/), --tsx
+ * processes and the floor run with --cpu-prof; profiles, their summaries and the per-stage account
+ * of issue 23 land in bench/out/profiles/ and the report), --tsx
  * (run the service from src/ through tsx instead of compiling it first, as `npm start` runs it,
  * into bench/out/dist/), --baseline DIR (A/B: this checkout against the build in DIR/dist/).
  */
@@ -350,6 +351,8 @@ if (!args.tsx) {
 
 console.log(`Preparing datasets ${datasetIds.map((id) => isOrderDataset(id) ? id : Number(id).toLocaleString('en')).join(' / ')} in ${scratch}`)
 const starts: Promise<void>[] = []
+// The floors start once the services have: fewer processes starting at once on the servers' core.
+const floorStarts: (() => Promise<void>)[] = []
 for (const id of datasetIds) {
   const { size, stock } = isOrderDataset(id) ? orderDatasets[id] : { size: Number(id), stock: undefined }
   const file = join(scratch, `service-${id}.db`)
@@ -382,7 +385,8 @@ for (const id of datasetIds) {
   }
   if (needed('floor', id)) {
     // Through tsx, as bare Fastify runs; on its own copy of the dataset.
-    starts.push(startServer({ name: `floor-${id}`, entry: join(benchDir, 'servers', 'floor.ts'), env: { DATABASE_FILE: copyFor('floor'), NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `floor-${id}`) })
+    const env = { DATABASE_FILE: copyFor('floor'), NODE_ENV: 'production' }
+    floorStarts.push(() => startServer({ name: `floor-${id}`, entry: join(benchDir, 'servers', 'floor.ts'), env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `floor-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (needed('express', id)) {
@@ -431,7 +435,7 @@ for (const id of datasetIds) {
   }
 }
 // Every start settles first, so that the clean-up stops the servers that did start.
-const failedStart = (await Promise.allSettled(starts)).find((r) => r.status === 'rejected')
+const failedStart = [...await Promise.allSettled(starts), ...await Promise.allSettled(floorStarts.map((start) => start()))].find((r) => r.status === 'rejected')
 if (failedStart !== undefined) {
   await cleanup()
   throw failedStart.reason
@@ -847,7 +851,7 @@ ${floorTargets.length > 0 ? `\n## Targets of issue 23
 
 All as the server's CPU time per answer, medians of per-round ratios. The floor
 (bench/servers/floor.ts) is bare Fastify doing only the work the service cannot avoid for the
-same requests (bench/README.md, "The floor"); its own ratio to bare Fastify is what a perfect
+same requests (bench/README.md, "The floor and the cost of one request"); its own ratio to bare Fastify is what a perfect
 implementation of the service would reach. stall-100k asks \`/healthz\` every ${HEALTHZ_EVERY_MS} ms on a
 connection of its own while the load runs; its longest wait is the longest stall a client saw.
 
