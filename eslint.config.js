@@ -16,5 +16,19 @@ export default tseslint.config(
   {
     files: ['src/cli/**', 'scripts/**', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' }
+  },
+  {
+    // The contract's code (src/contract/) is what the rest of the service builds on: its arrows
+    // point only inward. It may import its own files, packages and the types generated from
+    // openapi.yaml, nothing else of the project (docs/architecture.md, "The contract's code").
+    files: ['src/contract/**'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          regex: '^\\.\\./(?!generated/)',
+          message: 'src/contract/ imports nothing from the rest of the project but src/generated/: move the code that needs it out of src/contract/, or what it needs in.'
+        }]
+      }]
+    }
   }
 )

@@ -25,8 +25,8 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { projectRoot } from '../src/paths.js'
-import { issueApiKey } from '../src/store/api-keys.js'
+import { projectRoot } from '../src/contract/paths.js'
+import { issueApiKey } from '../src/repositories/api-keys.js'
 import { createStore } from '../src/store/create-store.js'
 import { createPostgresDatabase, dropPostgresDatabase, postgresUnavailable, redact, seedDatabase } from './lib/datasets.js'
 import { type ServerHandle, startServer } from './lib/servers.js'
@@ -102,7 +102,7 @@ try {
    * The status of GET /v1/pets/1 with `secret`, sent from the loopback address `from`. Each key
    * gets an address of its own: the polls of a revoked key fail authentication, and after a few
    * of them an address is limited, its new keys no longer looked up at once (the key guard,
-   * src/rate-limit/key-guard.ts), which would hold up the next key rather than measure anything.
+   * src/authentication/key-guard.ts), which would hold up the next key rather than measure anything.
    */
   const status = (server: ServerHandle, secret: string, from: string) => new Promise<number>((resolve, reject) => {
     const url = new URL('/v1/pets/1', server.baseUrl)

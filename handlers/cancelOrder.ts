@@ -1,5 +1,5 @@
-import { ApiError, notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+import { ApiError, notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** DELETE /v1/store/orders/{orderId}: an open order is deleted (204); a delivered one stays (409). */
 export const cancelOrder: OperationHandler<'cancelOrder'> = async (request, reply) => {

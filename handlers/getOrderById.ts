@@ -1,5 +1,5 @@
-import { notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+import { notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** GET /v1/store/orders/{orderId}: one order, whatever its status; a cancelled order is gone (404). */
 export const getOrderById: OperationHandler<'getOrderById'> = async (request) => {

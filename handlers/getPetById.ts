@@ -1,5 +1,5 @@
-import { notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+import { notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** GET /v1/pets/{petId} (deprecated: its headers and sunset come from openapi.yaml). */
 export const getPetById: OperationHandler<'getPetById'> = async (request) => {

@@ -1,5 +1,5 @@
-import { JsonText } from '../src/http/json-text.js'
-import type { OperationHandler, SuccessBody } from '../src/http/operation-types.js'
+import { JsonText } from '../src/contract/json-text.js'
+import type { OperationHandler, SuccessBody } from '../src/contract/operation-types.js'
 
 /**
  * GET /v1/inventory: every entry with its derived status, ordered by petId. The store builds the

@@ -1,5 +1,5 @@
-import { decodeCursor, encodeCursor, nextPageLink } from '../src/http/paging.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+import { decodeCursor, encodeCursor, nextPageLink } from '../src/contract/paging.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /**
  * GET /v1/store/orders: one page of orders in id order, with a `Link` to the next while more

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
-import { ApiError } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+import { ApiError } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /**
  * POST /v1/store/orders: reserves stock with a new order, once per Idempotency-Key (the rules are

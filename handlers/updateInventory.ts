@@ -1,5 +1,5 @@
-import { notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+import { notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** PATCH /v1/inventory/{petId}: sets the stock; the status follows from the new quantity. */
 export const updateInventory: OperationHandler<'updateInventory'> = async (request) => {

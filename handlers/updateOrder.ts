@@ -1,5 +1,5 @@
-import { ApiError, notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+import { ApiError, notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** PATCH /v1/store/orders/{orderId}: approves or delivers an order (transitions in openapi.yaml). */
 export const updateOrder: OperationHandler<'updateOrder'> = async (request) => {

@@ -15,7 +15,7 @@
  *   path with a GET has no head operation of its own (the second HEAD route would not start);
  * - deprecated operations carry x-deprecated-at and x-sunset; x-stability is experimental or beta;
  * - every example (of a schema, a media type, a parameter or a header) is valid against its
- *   schema, as the service's own ajv (src/openapi/ajv.ts) judges it;
+ *   schema, as the service's own ajv (src/contract/ajv.ts) judges it;
  * - every code of the Error schema has an example in a response carrying the Error body.
  */
 import { maxHeaderSize } from 'node:http'
@@ -23,8 +23,8 @@ import { isAbsolute, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import type { ValidateFunction } from 'ajv'
-import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../src/openapi/ajv.js'
-import { openapiPath } from '../src/paths.js'
+import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../src/contract/ajv.js'
+import { openapiPath } from '../src/contract/paths.js'
 
 type Json = Record<string, unknown>
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -4,22 +4,22 @@ import type { FastifyHttpOptions, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { handlers as generatedHandlers } from '../handlers/index.js'
 import type { Config } from './config.js'
-import { isNotImplemented } from './http/not-implemented.js'
-import type { HandlerMap } from './http/operation-types.js'
-import { formatValidationErrors } from './http/json-body.js'
-import { strictJsonParser } from './http/json-parser.js'
-import { serializerCompiler, validatorCompiler } from './http/validation.js'
-import { loggerOptions } from './logger.js'
-import { type ApiDocument, documentForServing, loadDocument } from './openapi/document.js'
-import { checkHandlers } from './openapi/operations.js'
+import { type ApiDocument, documentForServing, loadDocument } from './contract/document.js'
+import { formatValidationErrors } from './contract/json-body.js'
+import { strictJsonParser } from './contract/json-parser.js'
+import { isNotImplemented } from './contract/not-implemented.js'
+import type { HandlerMap } from './contract/operation-types.js'
+import { checkHandlers } from './contract/operations.js'
+import { serializerCompiler, validatorCompiler } from './contract/validation.js'
+import { loggerOptions, requestLogger } from './logger.js'
 import conditionalRequests from './plugins/app/conditional-requests.js'
+import corsPreflights from './plugins/app/cors-preflights.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
 import metrics from './plugins/app/metrics.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import repositories from './plugins/app/repositories.js'
 import storage from './plugins/app/storage.js'
-import bearerAuth from './plugins/external/bearer-auth.js'
 import compress from './plugins/external/compress.js'
 import cors from './plugins/external/cors.js'
 import rateLimit from './plugins/external/rate-limit.js'
@@ -52,6 +52,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
 export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
     logger: loggerOptions(config),
+    childLoggerFactory: requestLogger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
@@ -106,7 +107,6 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
 
   await fastify.register(securityHeaders)
   await fastify.register(compress)
-  await fastify.register(bearerAuth)
   await fastify.register(rateLimit, {
     banSeconds: config.rateLimitBanSeconds,
     redis: config.redisUrl === undefined ? undefined : { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: config.redisCommandTimeoutMs },
@@ -116,8 +116,11 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
 
   await fastify.register(errorHandling)
   await fastify.register(httpProtocol)
-  // After the Host check, and at the root so that its hook answers preflights before /v1 authenticates.
-  if (config.corsOrigins !== undefined) await fastify.register(cors, { origins: config.corsOrigins, document })
+  // After the Host check, and at the root so that their hooks answer preflights before /v1 authenticates.
+  if (config.corsOrigins !== undefined) {
+    await fastify.register(cors, { origins: config.corsOrigins, document })
+    await fastify.register(corsPreflights, { origins: config.corsOrigins })
+  }
   await fastify.register(conditionalRequests)
   await fastify.register(metrics, { enabled: config.metricsPort !== undefined })
   await fastify.register(storage, {

@@ -1,5 +1,5 @@
 import { type Config, maskPassword } from './config.js'
-import { issueApiKey } from './store/api-keys.js'
+import { issueApiKey } from './repositories/api-keys.js'
 import type { Store } from './store/types.js'
 
 /** NODE_ENV values (unset is development) under which a demo key may be made: any other is a deployment. */

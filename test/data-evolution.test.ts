@@ -3,8 +3,8 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync
 import { join, relative } from 'node:path'
 import t from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { projectRoot } from '../src/paths.js'
-import { issueApiKey } from '../src/store/api-keys.js'
+import { projectRoot } from '../src/contract/paths.js'
+import { issueApiKey } from '../src/repositories/api-keys.js'
 import { createPostgresStore } from '../src/store/postgres/index.js'
 import { tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
@@ -196,8 +196,8 @@ export function holdsRepository (data: DataAccess): HoldsRepository {
   insert(plugin, /const \{ store \} = app\n/, "  app.decorate('holdsRepository', holdsRepository(store))\n")
   insert(plugin, /interface FastifyInstance \{\n/, '    holdsRepository: HoldsRepository\n')
 
-  write('handlers/fixturePlaceHold.ts', `import { notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+  write('handlers/fixturePlaceHold.ts', `import { notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** POST /v1/zz-fixture/holds: sets units of a pet aside. */
 export const fixturePlaceHold: OperationHandler<'fixturePlaceHold'> = async (request, reply) => {
@@ -207,8 +207,8 @@ export const fixturePlaceHold: OperationHandler<'fixturePlaceHold'> = async (req
   return reply.code(201).send(hold)
 }
 `)
-  write('handlers/fixtureGetHold.ts', `import { notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+  write('handlers/fixtureGetHold.ts', `import { notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** GET /v1/zz-fixture/holds/{holdId}: one hold. */
 export const fixtureGetHold: OperationHandler<'fixtureGetHold'> = async (request) => {

@@ -2,7 +2,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/contract/paths.js'
 import { type Teardown, tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
 import { isStub, operations } from './helpers/surface.js'
@@ -56,7 +56,7 @@ const fixtureListWidgets = {
   responses: { 200: { description: 'Every widget', content: { 'application/json': { schema: { type: 'array', items: widget } } } } }
 }
 // A written handler; the store method of the same name must survive a rename of the operation.
-const fixtureListWidgetsHandler = `import type { OperationHandler } from '../src/http/operation-types.js'
+const fixtureListWidgetsHandler = `import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** GET /v1/zz-fixture/widgets: 'fixtureListWidgets', written by hand. */
 export const fixtureListWidgets: OperationHandler<'fixtureListWidgets'> = async (request) => request.server.store.fixtureListWidgets()
@@ -81,12 +81,12 @@ async function copyWithWrittenFixture (t: Test): Promise<string> {
 // Operations of the repository itself still waiting for their handler (usually none).
 const repositoryStubs = operations.filter((op) => isStub(op.operationId)).map((op) => op.operationId).sort()
 
-const expectedStub = (id: string) => `import { notImplemented } from '../src/http/not-implemented.js'
+const expectedStub = (id: string) => `import { notImplemented } from '../src/contract/not-implemented.js'
 
 /**
  * ${id}: generated stub, every request is answered 501 not_implemented. Replace it with
  *   export const ${id}: OperationHandler<'${id}'> = async (request, reply) => { … }
- * and \`import type { OperationHandler } from '../src/http/operation-types.js'\` (see docs/changing-the-api.md).
+ * and \`import type { OperationHandler } from '../src/contract/operation-types.js'\` (see docs/changing-the-api.md).
  */
 export const ${id} = notImplemented('${id}')
 `

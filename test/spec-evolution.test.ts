@@ -2,7 +2,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync,
 import { join } from 'node:path'
 import t from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/contract/paths.js'
 import { tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
 import { isStub, operations } from './helpers/surface.js'
@@ -161,8 +161,8 @@ t.test('three operations added to openapi.yaml are generated, type-checked and s
 })
 
 t.test('implemented, the handlers compile; a body sent with a status whose schema it does not match does not', async (t) => {
-  write('handlers/fixtureCreateOrder.ts', `import { notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+  write('handlers/fixtureCreateOrder.ts', `import { notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 let nextId = 1000
 
@@ -174,8 +174,8 @@ export const fixtureCreateOrder: OperationHandler<'fixtureCreateOrder'> = async 
   return reply.code(201).send({ id: nextId++, petId, quantity, shipDate: new Date(0).toISOString(), status: 'placed', complete: false })
 }
 `)
-  write('handlers/fixtureDeleteOrder.ts', `import { ApiError, notFound } from '../src/errors.js'
-import type { OperationHandler } from '../src/http/operation-types.js'
+  write('handlers/fixtureDeleteOrder.ts', `import { ApiError, notFound } from '../src/contract/errors.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** DELETE /v1/zz-fixture/orders/{orderId} (nothing is deleted: the store cannot). */
 export const fixtureDeleteOrder: OperationHandler<'fixtureDeleteOrder'> = async (request, reply) => {
@@ -185,7 +185,7 @@ export const fixtureDeleteOrder: OperationHandler<'fixtureDeleteOrder'> = async 
   return reply.code(204).send()
 }
 `)
-  write('handlers/fixtureFindPetsByStatus.ts', `import type { OperationHandler } from '../src/http/operation-types.js'
+  write('handlers/fixtureFindPetsByStatus.ts', `import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /** GET /v1/zz-fixture/pets?status=…: the pets whose inventory entry has one of the statuses. */
 export const fixtureFindPetsByStatus: OperationHandler<'fixtureFindPetsByStatus'> = async (request) => {
@@ -205,7 +205,7 @@ export const fixtureFindPetsByStatus: OperationHandler<'fixtureFindPetsByStatus'
     'src/wrong/undeclared-status.ts': `export const w: OperationHandler<'fixtureCreateOrder'> = async (_request, reply) => reply.code(409).send({ code: 'invalid_request', message: 'taken', status: 409 })`,
     'src/wrong/success-of-another-schema.ts': `export const w: OperationHandler<'fixtureFindPetsByStatus'> = async (request) => request.server.store.listInventory()`
   }
-  for (const [file, code] of Object.entries(wrong)) write(file, `import type { OperationHandler } from '../http/operation-types.js'\n\n${code}\n`)
+  for (const [file, code] of Object.entries(wrong)) write(file, `import type { OperationHandler } from '../contract/operation-types.js'\n\n${code}\n`)
 
   const typecheck = await timed('typecheck with the implementations and the mistakes', () => npm('typecheck'))
   t.not(typecheck.code, 0, 'tsc fails')

@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { issueApiKey } from '../../src/store/api-keys.js'
+import { issueApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { Order, Store } from '../../src/store/types.js'

@@ -8,8 +8,8 @@
 import express, { type NextFunction, type Request, type Response } from 'express'
 import * as OpenApiValidator from 'express-openapi-validator'
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit'
-import { loadDocument } from '../../src/openapi/document.js'
-import { hashApiKey } from '../../src/store/api-keys.js'
+import { loadDocument } from '../../src/contract/document.js'
+import { hashApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { ApiKeyRecord } from '../../src/store/types.js'
 

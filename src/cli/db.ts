@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
-import { loadDocument } from '../openapi/document.js'
+import { loadDocument } from '../contract/document.js'
 import { CatalogueError, readCatalogueFile } from '../store/catalogue.js'
 import { addSyntheticPets } from '../store/synthetic.js'
 import type { Catalogue, Store } from '../store/types.js'

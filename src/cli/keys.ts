@@ -11,8 +11,8 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
-import { loadDocument } from '../openapi/document.js'
-import { issueApiKey } from '../store/api-keys.js'
+import { loadDocument } from '../contract/document.js'
+import { issueApiKey } from '../repositories/api-keys.js'
 import type { ApiKeyRecord, Store } from '../store/types.js'
 import { openStore, runCli, UsageError } from './run-cli.js'
 

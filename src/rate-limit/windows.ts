@@ -1,6 +1,3 @@
-import type { PlanLimits } from '../openapi/document.js'
-import type { ApiKeyRecord } from '../store/types.js'
-
 /**
  * Window math for the rate limits. Windows are fixed and aligned to the UTC clock: a minute
  * window runs from :00 to :00, a day window from 00:00 UTC to 00:00 UTC. Every instance
@@ -10,9 +7,6 @@ import type { ApiKeyRecord } from '../store/types.js'
 
 export const MINUTE_MS = 60_000
 export const DAY_MS = 86_400_000
-
-/** The plan whose numbers apply to requests without a valid key (x-rate-limit-plans in openapi.yaml). */
-export const ANONYMOUS_PLAN = 'free'
 
 export interface WindowBounds {
   /** Sequence number of the window since the epoch; part of the counter's key. */
@@ -55,20 +49,4 @@ export function secondsUntil (now: number, at: number): number {
 /** A Unix timestamp in seconds for a moment in milliseconds, rounded up (X-RateLimit-Reset). */
 export function unixSeconds (ms: number): number {
   return Math.ceil(ms / 1000)
-}
-
-/**
- * The limits of a caller: an enterprise key's own numbers, else its plan's numbers from
- * openapi.yaml, else (no valid key) the anonymous plan's.
- */
-export function limitsFor (apiKey: ApiKeyRecord | null, plans: Readonly<Record<string, PlanLimits>>): PlanLimits {
-  if (apiKey !== null) {
-    if (apiKey.perMinute !== null && apiKey.perDay !== null) return { perMinute: apiKey.perMinute, perDay: apiKey.perDay }
-    const plan = plans[apiKey.plan]
-    if (plan !== undefined) return plan
-    throw new Error(`API key ${apiKey.id} is on plan ${apiKey.plan}, which has no limits in openapi.yaml and none of its own`)
-  }
-  const anonymous = plans[ANONYMOUS_PLAN]
-  if (anonymous === undefined) throw new Error(`openapi.yaml info.x-rate-limit-plans has no ${ANONYMOUS_PLAN} plan`)
-  return anonymous
 }

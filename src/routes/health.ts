@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { ErrorBody } from '../errors.js'
+import type { ErrorBody } from '../contract/errors.js'
 import { methodNotAllowed } from '../plugins/app/error-handling.js'
 
 type ReadinessCheck = () => Promise<void>

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
-import { operationResolver, methodsByPath, type OperationContext } from '../openapi/operations.js'
+import { operationResolver, methodsByPath, type OperationContext } from '../contract/operations.js'
 import authentication from '../plugins/app/authentication.js'
 import { methodNotAllowed, notFound } from '../plugins/app/error-handling.js'
 
 /**
  * Everything under /v1, in the order a request meets it: authentication with the rate limits
  * (one onRequest pass, src/plugins/app/authentication.ts) → the operation's own route options
- * (sunset, body requirement, src/openapi/operations.ts) → parsing and validation from openapi.yaml
+ * (sunset, body requirement, src/contract/operations.ts) → parsing and validation from openapi.yaml
  * → the handler (handlers/<operationId>.ts) → response validation → deprecation headers.
  */
 export default async function v1 (app: FastifyInstance, context: OperationContext) {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
-import type { ApiDocument } from '../openapi/document.js'
-import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../openapi/ajv.js'
+import type { ApiDocument } from '../contract/document.js'
+import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../contract/ajv.js'
 import type { Catalogue } from './types.js'
 
 const ref = (pointer: string) => ({ $ref: `${DOCUMENT_SCHEMA_ID}#/components/schemas/${pointer}` })

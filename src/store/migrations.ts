@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { projectRoot } from '../paths.js'
+import { projectRoot } from '../contract/paths.js'
 import type { Store } from './types.js'
 
 export interface Migration {

@@ -1,5 +1,5 @@
+import type { JsonListVersion } from '../contract/json-list.js'
 import type { components } from '../generated/openapi.js'
-import type { JsonListVersion } from './json-list.js'
 import type { DataAccess } from './work.js'
 
 export type InventoryItem = components['schemas']['InventoryItem']

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import Fastify from 'fastify'
 import t from 'tap'
 import { ConfigError, loadConfig, maskPassword } from '../../src/config.js'
-import { projectRoot } from '../../src/paths.js'
+import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
 
 t.test('loadConfig defaults are those of README.md (Configuration)', async (t) => {

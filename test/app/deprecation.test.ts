@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse as parseYaml } from 'yaml'
-import { openapiPath } from '../../src/paths.js'
+import { openapiPath } from '../../src/contract/paths.js'
 import { buildTestApp } from '../helpers/app.js'
 import { expectError, expectUnauthorized } from '../helpers/assertions.js'
 

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse as parseYaml } from 'yaml'
-import { type ApiDocument, documentForServing, PLANS_MARKER } from '../../src/openapi/document.js'
-import { openapiPath } from '../../src/paths.js'
+import { type ApiDocument, documentForServing, PLANS_MARKER } from '../../src/contract/document.js'
+import { openapiPath } from '../../src/contract/paths.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { expectError } from '../helpers/assertions.js'
 

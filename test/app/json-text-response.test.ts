@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { JsonText } from '../../src/http/json-text.js'
+import { JsonText } from '../../src/contract/json-text.js'
 import { expectError } from '../helpers/assertions.js'
 import { buildTestApp } from '../helpers/app.js'
 

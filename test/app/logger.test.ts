@@ -6,8 +6,8 @@ import { once } from 'node:events'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { projectRoot } from '../../src/contract/paths.js'
 import { loggerOptions } from '../../src/logger.js'
-import { projectRoot } from '../../src/paths.js'
 import { tempDir } from '../helpers/app.js'
 
 t.test('the decision: pino-pretty for a terminal outside production, JSON lines otherwise', async (t) => {

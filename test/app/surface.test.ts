@@ -1,5 +1,5 @@
 import t from 'tap'
-import { errorStatus } from '../../src/errors.js'
+import { errorStatus } from '../../src/contract/errors.js'
 import { buildTestApp } from '../helpers/app.js'
 import { errorCodes, isStub, operations, sampleRequest } from '../helpers/surface.js'
 
@@ -88,7 +88,7 @@ t.test('the Error codes of openapi.yaml, among them those of openapi.yaml: the s
   t.same(error.required, ['code', 'message', 'status'])
   t.equal(error.additionalProperties, false, 'nothing else in an Error body')
   t.same([...(error.properties.code!.enum as string[])].sort(), [...errorCodes].sort(), 'the served document lists the codes of openapi.yaml')
-  t.same(Object.keys(errorStatus).sort(), [...errorCodes].sort(), 'the code (src/errors.ts) has a status for each code of openapi.yaml, and no other')
+  t.same(Object.keys(errorStatus).sort(), [...errorCodes].sort(), 'the code (src/contract/errors.ts) has a status for each code of openapi.yaml, and no other')
   t.match(errorStatus, productCodes, 'the product\'s codes, each with its HTTP status')
   for (const [code, status] of Object.entries(errorStatus)) t.ok(status >= 400 && status <= 599, `${code}: ${status} is an error status`)
 })

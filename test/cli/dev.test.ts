@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import t from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { projectRoot } from '../../src/paths.js'
+import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { freePort } from '../helpers/ports.js'
 import { isStub, operations } from '../helpers/surface.js'
@@ -83,7 +83,7 @@ t.test('npm run dev: an operation added to openapi.yaml answers 501 over HTTP af
   // cancels the type check of the stub still running: one compiler run, not two. That stubs
   // compile, test/spec-evolution.test.ts shows.)
   const before = out.lines.length
-  writeFileSync(join(copy, 'handlers', 'fixtureListWidgets.ts'), `import type { OperationHandler } from '../src/http/operation-types.js'
+  writeFileSync(join(copy, 'handlers', 'fixtureListWidgets.ts'), `import type { OperationHandler } from '../src/contract/operation-types.js'
 
 export const fixtureListWidgets: OperationHandler<'fixtureListWidgets'> = async () => ['not a number']
 `)

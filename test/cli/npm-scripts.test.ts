@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { projectRoot } from '../../src/paths.js'
+import { projectRoot } from '../../src/contract/paths.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
 import { startServer } from '../helpers/server-process.js'

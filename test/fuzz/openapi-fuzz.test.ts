@@ -22,7 +22,7 @@ import type { Response as InjectResponse } from 'light-my-request'
 import { buildTestApp } from '../helpers/app.js'
 import { document } from '../helpers/contract.js'
 import { isStub } from '../helpers/surface.js'
-import { generateApiKey } from '../../src/store/api-keys.js'
+import { generateApiKey } from '../../src/repositories/api-keys.js'
 import type { InventoryItem } from '../../src/store/types.js'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20260901)

@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, type InjectOp
 import type { Response as InjectResponse } from 'light-my-request'
 import app, { type AppOptions, serverOptions } from '../../src/app.js'
 import { type Config, loadConfig } from '../../src/config.js'
-import { issueApiKey } from '../../src/store/api-keys.js'
+import { issueApiKey } from '../../src/repositories/api-keys.js'
 import type { Store } from '../../src/store/types.js'
 import { checkResponse, document } from './contract.js'
 import { createTestSchema } from './postgres.js'

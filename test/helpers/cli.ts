@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { projectRoot } from '../../src/paths.js'
+import { projectRoot } from '../../src/contract/paths.js'
 import { createStore } from '../../src/store/create-store.js'
 
 export interface CliResult {

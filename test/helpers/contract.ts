@@ -1,8 +1,8 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import type { ValidateFunction } from 'ajv'
 import type { Response as InjectResponse } from 'light-my-request'
-import { createAjv } from '../../src/openapi/ajv.js'
-import { loadDocument } from '../../src/openapi/document.js'
+import { createAjv } from '../../src/contract/ajv.js'
+import { loadDocument } from '../../src/contract/document.js'
 
 /**
  * Checks a response against openapi.yaml: the status is documented for the operation, the body

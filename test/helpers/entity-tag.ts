@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { endsChunk } from '../../src/store/json-list.js'
+import { endsChunk } from '../../src/contract/json-list.js'
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest()
 

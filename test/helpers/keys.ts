@@ -1,4 +1,4 @@
-import { issueApiKey } from '../../src/store/api-keys.js'
+import { issueApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 
 /**

@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Response as InjectResponse } from 'light-my-request'
 import pg from 'pg'
-import { projectRoot } from '../../src/paths.js'
+import { projectRoot } from '../../src/contract/paths.js'
 import type { Teardown, TestApp } from './app.js'
 import { adminQuery } from './postgres.js'
 

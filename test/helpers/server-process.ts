@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
-import { projectRoot } from '../../src/paths.js'
+import { projectRoot } from '../../src/contract/paths.js'
 import type { Teardown } from './app.js'
 
 export interface ServerProcess {

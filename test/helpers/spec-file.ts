@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
-import { openapiPath } from '../../src/paths.js'
+import { openapiPath } from '../../src/contract/paths.js'
 
 interface SpecOperation { operationId: string, 'x-sunset'?: string }
 

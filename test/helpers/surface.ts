@@ -1,6 +1,6 @@
 import { handlers } from '../../handlers/index.js'
-import { isNotImplemented } from '../../src/http/not-implemented.js'
-import { loadDocument, type OperationInfo } from '../../src/openapi/document.js'
+import { loadDocument, type OperationInfo } from '../../src/contract/document.js'
+import { isNotImplemented } from '../../src/contract/not-implemented.js'
 
 /**
  * The API surface as openapi.yaml describes it, for tests that go over every operation, path,

@@ -5,10 +5,9 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
-import { ExpiringMap } from '../../src/rate-limit/expiring-map.js'
+import { ExpiringMap, KEY_GUARD_DEFAULTS, KeyGuard } from '../../src/authentication/key-guard.js'
 import { MemoryRateLimitStore } from '../../src/rate-limit/memory-store.js'
-import { KEY_GUARD_DEFAULTS, KeyGuard } from '../../src/rate-limit/key-guard.js'
-import { hashApiKey } from '../../src/store/api-keys.js'
+import { hashApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { Store } from '../../src/store/types.js'
 import { tempDir, type Teardown } from '../helpers/app.js'
@@ -166,6 +165,32 @@ t.test('the caches are bounded, and a sweep does bounded work', async (t) => {
   t.equal(finds, 0)
   t.equal(await guard.check('a fresh key', () => '192.0.2.0', find), undefined, 'an evicted one is looked up again (until the limiter names it again)')
   t.equal(finds, 1)
+})
+
+t.test('known keys: when the bound is reached, the key verified longest ago goes; a key in use renews its place at most once a second', async (t) => {
+  const clock = testClock()
+  const guard = new KeyGuard({ now: clock.now, maxKnownKeys: 3 })
+  const found = async () => ({ id: 'found' })
+  // From an address limited a moment ago, a known key is looked up, one the guard does not know
+  // is not (the address's trickle allows its next lookup a second later).
+  let limited = 0
+  const probe = async (keys: string[]) => {
+    const address = `192.0.2.${++limited}`
+    guard.addressLimited(address, clock.now() + 60_000)
+    const known: boolean[] = []
+    for (const key of keys) known.push((await guard.check(key, () => address, found)) !== 'not-checked')
+    return known
+  }
+
+  for (const key of ['a', 'b', 'c']) await guard.check(key, () => '198.51.100.1', found)
+  await guard.check('a', () => '198.51.100.1', found) // within the same second: its place is kept
+  await guard.check('d', () => '198.51.100.1', found)
+  t.same(await probe(['a', 'b', 'c', 'd']), [false, true, true, true], 'a was verified first, and again within the second: it went first')
+
+  clock.advance(1000)
+  await guard.check('b', () => '198.51.100.1', found) // a second later: b becomes the newest
+  await guard.check('e', () => '198.51.100.1', found)
+  t.same(await probe(['b', 'c', 'd', 'e']), [true, false, true, true], 'b renewed its place a second later, so c (the oldest) went')
 })
 
 t.test('keys this instance does not know are looked up two at a time; known keys never wait', async (t) => {

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { document } from '../helpers/contract.js'
-import { bindingWindow, DAY_MS, limitsFor, MINUTE_MS, secondsUntil, unixSeconds, windowAt } from '../../src/rate-limit/windows.js'
+import { limitsFor } from '../../src/plugins/app/rate-limit-policy.js'
+import { bindingWindow, DAY_MS, MINUTE_MS, secondsUntil, unixSeconds, windowAt } from '../../src/rate-limit/windows.js'
 import type { ApiKeyRecord } from '../../src/store/types.js'
 
 const at = Date.UTC(2026, 4, 4, 23, 59, 59, 250)

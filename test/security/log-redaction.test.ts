@@ -10,7 +10,7 @@ import t from 'tap'
 import app, { serverOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { maskKeys } from '../../src/logger.js'
-import { issueApiKey } from '../../src/store/api-keys.js'
+import { issueApiKey } from '../../src/repositories/api-keys.js'
 import { tempDir } from '../helpers/app.js'
 
 /** A pino destination that keeps every line as written. */

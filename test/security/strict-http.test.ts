@@ -7,7 +7,7 @@
 import { gzipSync } from 'node:zlib'
 import type { Response as InjectResponse } from 'light-my-request'
 import t, { type Test } from 'tap'
-import { duplicateMemberName } from '../../src/http/json-parser.js'
+import { duplicateMemberName } from '../../src/contract/json-parser.js'
 import { buildTestApp } from '../helpers/app.js'
 
 // Node keeps both occurrences of a repeated header in rawHeaders; light-my-request does too when

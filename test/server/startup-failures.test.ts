@@ -2,7 +2,7 @@ import { createServer } from 'node:net'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import t from 'tap'
-import { projectRoot } from '../../src/paths.js'
+import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { endsChunk, JsonList, type JsonListVersion } from '../../src/store/json-list.js'
+import { endsChunk, JsonList, type JsonListVersion } from '../../src/contract/json-list.js'
 import { listTag } from '../helpers/entity-tag.js'
 import { seededRandom } from '../helpers/random.js'
 

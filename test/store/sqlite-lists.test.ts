@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { listText, type JsonListVersion } from '../../src/store/json-list.js'
+import { listText, type JsonListVersion } from '../../src/contract/json-list.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { ListJson, Order, Store } from '../../src/store/types.js'

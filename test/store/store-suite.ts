@@ -1,5 +1,5 @@
 import type { Test } from 'tap'
-import { StoreUnavailableError } from '../../src/errors.js'
+import { StoreUnavailableError } from '../../src/contract/errors.js'
 import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import type { Catalogue, Order, PetRecord, Store } from '../../src/store/types.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'

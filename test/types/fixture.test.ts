@@ -3,7 +3,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import t from 'tap'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { parse as parseYaml } from 'yaml'
-import { successStatus } from '../../src/http/operation-types.js'
+import { successStatus } from '../../src/contract/operation-types.js'
 
 // handler-types.ts (compiled by `npm run typecheck`) proves the handler types against
 // fixture-openapi.ts; this proves that file is what openapi-typescript, as `npm run generate`

@@ -8,9 +8,9 @@
  * handler's declaration (its return type is inferred, then compared), so each of those has a
  * handler of its own that does nothing else.
  */
-import type { ErrorBody } from '../../src/errors.js'
-import { JsonText } from '../../src/http/json-text.js'
-import type { HandlerOf, OperationHandler } from '../../src/http/operation-types.js'
+import type { ErrorBody } from '../../src/contract/errors.js'
+import { JsonText } from '../../src/contract/json-text.js'
+import type { HandlerOf, OperationHandler } from '../../src/contract/operation-types.js'
 import type { components, operations } from './fixture-openapi.js'
 
 type Order = components['schemas']['Order']

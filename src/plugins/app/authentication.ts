@@ -1,9 +1,13 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError, type ErrorCode, StoreUnavailableError } from '../../errors.js'
+import { ApiError, type ErrorCode, StoreUnavailableError } from '../../contract/errors.js'
+import { clientAddress } from '../../rate-limit/client-address.js'
+import { hashApiKey } from '../../repositories/api-keys.js'
 import type { ApiKeyRecord } from '../../store/types.js'
-import { BEARER_REALM } from '../external/bearer-auth.js'
+import bearerAuth from '../external/bearer-auth.js'
 import type { AuthFailureReason } from './metrics.js'
+
+const BEARER_REALM = 'Bearer realm="petstore"'
 
 /** bearer-auth's own failures, by code: the header is missing, or names another scheme. */
 const headerFailures: Record<string, ApiError> = {
@@ -18,7 +22,16 @@ const headerFailureReasons: Record<string, AuthFailureReason> = {
   FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: 'scheme'
 }
 
-/** bearer-auth.ts's refusals, by code: an invalid key, or one the key guard did not let it look up. */
+const invalidKey = () => new ApiError('unauthorized', 'invalid or revoked API key', { 'www-authenticate': `${BEARER_REALM}, error="invalid_token"` })
+
+// The two refusals of a key that was not looked up: it may well be valid, so it is not called
+// invalid. A limited address's request is answered by the limiter first (429 for the address);
+// this one only when the limiter's store fails open.
+const notChecked = () => new ApiError('rate_limited',
+  'too many requests without a valid API key from this client address: the key was not checked; retry in 1 s', { 'retry-after': '1' })
+const busy = () => new ApiError('service_unavailable', 'too many API keys are being checked at once; retry in 1 s', { 'retry-after': '1' })
+
+/** identify's refusals, by code: an invalid key, or one the key guard did not let it look up. */
 const keyFailureReasons: Partial<Record<ErrorCode, AuthFailureReason>> = {
   unauthorized: 'invalid_key',
   rate_limited: 'key_not_checked',
@@ -26,12 +39,32 @@ const keyFailureReasons: Partial<Record<ErrorCode, AuthFailureReason>> = {
 }
 
 /**
+ * bearer-auth's `auth`: the key of the Authorization header, looked up by its SHA-256 through the
+ * API keys repository. The key guard (src/authentication/key-guard.ts) decides first whether the
+ * lookup is worth making: guessed keys from a limited address, and repeats of a key the store just
+ * refused, are not looked up. An unknown or revoked key is refused here, where that is known, with
+ * its own message; an accepted one is the request's `apiKey`.
+ */
+async function identify (key: string, request: FastifyRequest): Promise<boolean> {
+  const keyHash = hashApiKey(key)
+  const { apiKeysRepository } = request.server
+  const record = await request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => apiKeysRepository.findActive(keyHash))
+  if (record === undefined || record === 'unknown') throw invalidKey()
+  if (record === 'not-checked') throw notChecked()
+  if (record === 'busy') throw busy()
+  request.apiKey = record
+  return true
+}
+
+/**
  * Every request of the scope it is registered in (/v1), in one onRequest pass, before the body is
- * read or the path validated: identify the API key (bearer-auth), let the limiter count the
- * request (failed authentications too, per client address), then answer 401 when the key was
- * not accepted. A key that could not be looked up (storage down) is answered 503, uncounted.
+ * read or the path validated: identify the API key (bearer-auth reads the header, `identify`
+ * judges the key), let the limiter count the request (failed authentications too, per client
+ * address), then answer 401 when the key was not accepted. A key that could not be looked up
+ * (storage down) is answered 503, uncounted.
  */
 async function authentication (app: FastifyInstance) {
+  await app.register(bearerAuth, { auth: identify })
   const verify = app.verifyBearerAuth
   if (verify === undefined) throw new Error('@fastify/bearer-auth did not decorate verifyBearerAuth')
   app.decorateRequest('apiKey', null)
@@ -66,4 +99,4 @@ declare module 'fastify' {
   }
 }
 
-export default fp(authentication, { name: 'authentication', dependencies: ['bearer-auth', 'rate-limit-policy', 'storage', 'http-protocol'] })
+export default fp(authentication, { name: 'authentication', dependencies: ['rate-limit-policy', 'repositories', 'storage', 'http-protocol'] })

@@ -3,8 +3,8 @@ import zlib from 'node:zlib'
 import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { listVersionOf } from '../../http/json-text.js'
-import type { JsonListVersion } from '../../store/json-list.js'
+import type { JsonListVersion } from '../../contract/json-list.js'
+import { listVersionOf } from '../../contract/json-text.js'
 import { COMPRESSION_THRESHOLD, CONTENT_CODINGS, type ContentCoding, compressionOptions } from '../external/compress.js'
 
 /** A body and what is derived from it: the hash its entity tags are made of, and its encodings. */
@@ -62,7 +62,7 @@ function addVary (reply: FastifyReply, field: string): void {
  * body; it has been authenticated and counted like any other, and keeps its rate-limit headers.
  *
  * A body that arrives as a Buffer is the one the response serializer keeps while the text is
- * unchanged (src/http/validation.ts: an unchanged list is the same Buffer, request after
+ * unchanged (src/contract/validation.ts: an unchanged list is the same Buffer, request after
  * request), so its hash and encodings are kept with it, in a WeakMap keyed by that Buffer: an
  * unchanged list is neither hashed nor compressed again, and they go when the list changes and
  * the Buffer is dropped. Such a Buffer is never written to once sent. Bodies sent as strings are
@@ -74,7 +74,7 @@ function addVary (reply: FastifyReply, field: string): void {
  */
 async function conditionalRequests (app: FastifyInstance) {
   const cache = new WeakMap<Buffer, Representations>()
-  // A list version (src/store/json-list.ts), sent as a stream of its parts or as one Buffer: its
+  // A list version (src/contract/json-list.ts), sent as a stream of its parts or as one Buffer: its
   // hash is the digest the list keeps (only the chunks that changed are hashed again); its bytes
   // are only put together when a coding needs them.
   const lists = new WeakMap<JsonListVersion, Representations>()

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError, type ErrorCode, type ErrorBody, StoreUnavailableError } from '../../errors.js'
+import { ApiError, type ErrorCode, type ErrorBody, StoreUnavailableError } from '../../contract/errors.js'
 
 // Fastify's and its plugins' own errors, by code, mapped to the API's error codes.
 const frameworkCodes: Record<string, ErrorCode> = {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError } from '../../errors.js'
+import { ApiError } from '../../contract/errors.js'
 
 // RFC 9110 §7.2 / RFC 3986 §3.2.2: a reg-name (or IPv4 address) or a bracketed IP literal, then an
 // optional port. Nothing else, no space, no userinfo, no path.

@@ -9,7 +9,7 @@ import type { Store } from '../../store/types.js'
 export type RateLimitOutcome = 'allowed' | 'limited' | 'banned' | 'failed_open'
 /**
  * Why a request under /v1 was not authenticated; `key_not_checked` and `key_checks_busy` are keys
- * the key guard kept from the store (src/rate-limit/key-guard.ts); `error` is a failure none of
+ * the key guard kept from the store (src/authentication/key-guard.ts); `error` is a failure none of
  * the others name (a bug).
  */
 export type AuthFailureReason = 'missing' | 'scheme' | 'invalid_key' | 'key_not_checked' | 'key_checks_busy' | 'storage_unavailable' | 'error'

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError } from '../../errors.js'
-import type { PlanLimits } from '../../openapi/document.js'
+import { KeyGuard } from '../../authentication/key-guard.js'
+import type { PlanLimits } from '../../contract/document.js'
+import { ApiError } from '../../contract/errors.js'
 import { clientAddress } from '../../rate-limit/client-address.js'
-import { KeyGuard } from '../../rate-limit/key-guard.js'
-import { bindingWindow, DAY_MS, limitsFor, MINUTE_MS, secondsUntil, unixSeconds, windowAt, type WindowState } from '../../rate-limit/windows.js'
+import { bindingWindow, DAY_MS, MINUTE_MS, secondsUntil, unixSeconds, windowAt, type WindowState } from '../../rate-limit/windows.js'
 import type { ApiKeyRecord } from '../../store/types.js'
 
 export interface RateLimitPolicyOptions {
@@ -28,6 +28,25 @@ export interface RateLimitClient {
   address: string | null
 }
 
+/** The plan whose numbers apply to requests without a valid key (x-rate-limit-plans in openapi.yaml). */
+export const ANONYMOUS_PLAN = 'free'
+
+/**
+ * The limits of a caller: an enterprise key's own numbers, else its plan's numbers from
+ * openapi.yaml, else (no valid key) the anonymous plan's.
+ */
+export function limitsFor (apiKey: ApiKeyRecord | null, plans: Readonly<Record<string, PlanLimits>>): PlanLimits {
+  if (apiKey !== null) {
+    if (apiKey.perMinute !== null && apiKey.perDay !== null) return { perMinute: apiKey.perMinute, perDay: apiKey.perDay }
+    const plan = plans[apiKey.plan]
+    if (plan !== undefined) return plan
+    throw new Error(`API key ${apiKey.id} is on plan ${apiKey.plan}, which has no limits in openapi.yaml and none of its own`)
+  }
+  const anonymous = plans[ANONYMOUS_PLAN]
+  if (anonymous === undefined) throw new Error(`openapi.yaml info.x-rate-limit-plans has no ${ANONYMOUS_PLAN} plan`)
+  return anonymous
+}
+
 // The day is counted before the minute, so the request whose minute count starts a ban has
 // already been counted in the day (the store counts nothing once a ban is in force).
 const windows = [
@@ -47,7 +66,7 @@ function setHeaders (reply: FastifyReply, limit: number, remaining: number, rese
  * windows, whatever its answer, except while its client is banned. `@fastify/rate-limit` does the
  * counting, one limiter per window over the shared store (src/plugins/external/rate-limit.ts); its
  * `ban` threshold marks a ban, which the store keeps for RATE_LIMIT_BAN_SECONDS.
- * What the limiter answers for an address also tells the key guard (src/rate-limit/key-guard.ts)
+ * What the limiter answers for an address also tells the key guard (src/authentication/key-guard.ts)
  * which addresses are limited, so that their guessed keys stop reaching the store.
  */
 async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOptions) {
@@ -63,12 +82,18 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
     keyGuard.clear()
   })
 
+  // Every limiter counts a request under the key `count` chose for it: its API key's, or its client address's.
+  const keyGenerator = (request: FastifyRequest) => {
+    if (request.rateLimitClient === null) throw new Error('the request has no rate-limit client')
+    return request.rateLimitClient.key
+  }
   const limiters = windows.map((window) => ({
     ...window,
     check: app.createRateLimit({
       timeWindow: window.lengthMs,
       max: (request) => window.limitOf(request.rateLimitClient!.limits),
-      ban: options.banAfter
+      ban: options.banAfter,
+      keyGenerator
     })
   }))
 
@@ -158,7 +183,7 @@ declare module 'fastify' {
     rateLimits: {
       count: (request: FastifyRequest, reply: FastifyReply, apiKey: ApiKeyRecord | null) => Promise<void>
       skip: (request: FastifyRequest, reply: FastifyReply) => void
-      /** Which presented keys are worth a store lookup; bearer-auth asks it before each one. */
+      /** Which presented keys are worth a store lookup; identify (authentication.ts) asks it before each one. */
       keyGuard: KeyGuard
     }
   }

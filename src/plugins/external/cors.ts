@@ -1,7 +1,7 @@
 import fastifyCors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { ApiDocument } from '../../openapi/document.js'
+import type { ApiDocument } from '../../contract/document.js'
 
 /**
  * Response headers a page on another origin may read (openapi.yaml's introduction lists them):
@@ -50,22 +50,28 @@ export interface CorsOptions {
   document: ApiDocument
 }
 
-const isPreflight = (request: FastifyRequest) =>
+/** An OPTIONS request from a page, asking whether it may send another method. */
+export const isPreflight = (request: FastifyRequest) =>
   request.method === 'OPTIONS' && request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined
+
+/** Whether CORS_ORIGINS lets a page of `origin` in. */
+export function originCheck (origins: CorsOptions['origins']): (origin: string | undefined) => boolean {
+  return (origin) => origin !== undefined && (origins === '*' || origins.includes(origin))
+}
 
 /**
  * @fastify/cors, answering in its own onRequest hook: registered at the root, that hook runs
  * before the /v1 scope's authentication, so a preflight (which never carries the key) is answered
  * 204 without being authenticated or counted. A request from an origin not in the list gets no
  * CORS header at all (the library would still send Access-Control-Expose-Headers, and the
- * preflight headers, without Access-Control-Allow-Origin); its preflight is answered 204 here
- * all the same, since it is no attempt to authenticate, and the browser refuses it.
- * Other OPTIONS requests go on to their route (405 with Allow under /v1, after authentication).
+ * preflight headers, without Access-Control-Allow-Origin); its preflight is answered by
+ * src/plugins/app/cors-preflights.ts. Other OPTIONS requests go on to their route (405 with
+ * Allow under /v1, after authentication).
  */
 async function cors (app: FastifyInstance, options: CorsOptions) {
   const { methods, headers } = corsRequestRules(options.document)
   const origins = options.origins
-  const allowed = (origin: string | undefined) => origin !== undefined && (origins === '*' || origins.includes(origin))
+  const allowed = originCheck(origins)
   const common: FastifyCorsOptions = {
     origin: origins === '*' ? '*' : [...origins],
     methods,
@@ -82,10 +88,6 @@ async function cors (app: FastifyInstance, options: CorsOptions) {
       // A request refused for breaking HTTP's rules is answered under /v1 as it is, without CORS.
       callback(null, !allowed(request.headers.origin) || request.protocolError !== null ? off : isPreflight(request) ? preflight : simple)
     }
-  })
-  app.addHook('onRequest', (request, reply, done) => {
-    if (isPreflight(request) && !allowed(request.headers.origin) && request.protocolError === null) return void reply.code(204).send()
-    done()
   })
 }
 

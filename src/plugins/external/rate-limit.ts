@@ -1,10 +1,10 @@
-import fastifyRateLimit from '@fastify/rate-limit'
+import fastifyRateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { MemoryRateLimitStore } from '../../rate-limit/memory-store.js'
-import { pluginStore } from '../../rate-limit/plugin-store.js'
 import { RedisRateLimitStore } from '../../rate-limit/redis-store.js'
 import type { RateLimitStore } from '../../rate-limit/store.js'
+import { windowAt } from '../../rate-limit/windows.js'
 
 export interface RateLimitStoreOptions {
   banSeconds: number
@@ -16,8 +16,9 @@ export interface RateLimitStoreOptions {
 
 /**
  * @fastify/rate-limit over the service's own counter store (memory, or Redis for several
- * instances). No limiter is global: the rate-limit policy creates one per window, and every count
- * and ban goes through the plugin to this store.
+ * instances). No limiter is global: the rate-limit policy (src/plugins/app/rate-limit-policy.ts)
+ * creates one per window, with the key each request is counted under, and every count and ban
+ * goes through the plugin to this store.
  */
 async function rateLimit (app: FastifyInstance, options: RateLimitStoreOptions) {
   let store: RateLimitStore
@@ -39,13 +40,56 @@ async function rateLimit (app: FastifyInstance, options: RateLimitStoreOptions) 
   await app.register(fastifyRateLimit, {
     global: false,
     store: pluginStore(store, options.now, options.banSeconds * 1000),
-    keyGenerator: (request) => {
-      if (request.rateLimitClient === null) throw new Error('the request has no rate-limit client')
-      return request.rateLimitClient.key
-    },
     // Failures reach the policy, which serves the request uncounted (fail open) and says so.
     skipOnError: false
   })
+}
+
+type IncrCallback = Parameters<FastifyRateLimitStore['incr']>[1]
+
+/**
+ * Presents a RateLimitStore as a `@fastify/rate-limit` store, so the plugin is the one path to the
+ * counters and the bans. `incr` counts the request in the clock-aligned window of the limiter's
+ * `timeWindow`. A banned client is reported the way the plugin recognises a ban (a count more than
+ * `ban` past `max`), with the time left in the ban as its ttl.
+ */
+function pluginStore (store: RateLimitStore, now: () => number, banMs: number): FastifyRateLimitStoreCtor {
+  class PluginStore implements FastifyRateLimitStore {
+    private readonly banAfter: number
+
+    // The plugin constructs the store with its options, and a child per limiter with the limiter's.
+    constructor (options: { ban?: unknown } = {}) {
+      this.banAfter = typeof options.ban === 'number' && options.ban >= 0 ? options.ban : Number.POSITIVE_INFINITY
+    }
+
+    incr (key: string, callback: IncrCallback, timeWindow?: number, max?: number): void {
+      const at = now()
+      const lengthMs = timeWindow ?? 0
+      const limit = max ?? 0
+      const answer = ({ count, bannedUntil }: { count: number, bannedUntil: number | undefined }) => {
+        if (bannedUntil === undefined) callback(null, { current: count, ttl: windowAt(at, lengthMs).end - at })
+        else callback(null, { current: limit + this.banAfter + 1, ttl: bannedUntil - at })
+      }
+      let result
+      try {
+        result = store.hit(key, lengthMs, at, { max: limit, banAfter: this.banAfter, banMs })
+      } catch (error) {
+        callback(error as Error)
+        return
+      }
+      // A synchronous store answers in this same call: no promise per request.
+      if ('then' in result) result.then(answer, (error: Error) => callback(error))
+      else answer(result)
+    }
+
+    // Each limiter (one per window) gets a child that knows its `ban` threshold; the counters are
+    // keyed by window length already, so every child shares the same counters and bans.
+    child (limiterOptions: Parameters<FastifyRateLimitStore['child']>[0]): FastifyRateLimitStore {
+      // At run time these are the limiter's merged options (its `ban` included), not a route's.
+      return new PluginStore(limiterOptions as { ban?: unknown })
+    }
+  }
+  return PluginStore as unknown as FastifyRateLimitStoreCtor
 }
 
 declare module 'fastify' {

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { StoreUnavailableError } from '../../errors.js'
+import { StoreUnavailableError } from '../../contract/errors.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { toInventoryItem, type InventoryRow } from '../rows.js'
 import type { ApiKeyRecord, Pet, Store } from '../types.js'

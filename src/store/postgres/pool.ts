@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { StoreUnavailableError } from '../../errors.js'
+import { StoreUnavailableError } from '../../contract/errors.js'
 import { ForeignDatabaseError } from '../migrations.js'
 
 export interface PostgresStoreOptions {

@@ -1,4 +1,4 @@
-import type { JsonListVersion } from '../json-list.js'
+import type { JsonListVersion } from '../../contract/json-list.js'
 import type { ApiKeyRecord, Pet } from '../types.js'
 import { StampedCache } from './stamped-cache.js'
 

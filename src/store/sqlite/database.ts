@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
-import { StoreUnavailableError } from '../../errors.js'
+import { StoreUnavailableError } from '../../contract/errors.js'
 import type { MigrationSession } from '../migrations.js'
 
 /**

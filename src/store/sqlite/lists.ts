@@ -1,4 +1,4 @@
-import { JsonList, type JsonListVersion } from '../json-list.js'
+import { JsonList, type JsonListVersion } from '../../contract/json-list.js'
 
 /** Where a list's element texts come from, in one read transaction. */
 export interface ListSource {

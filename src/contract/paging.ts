@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js'
+import { ApiError } from './errors.js'
 
 /**
  * The cursor of listOrders' pages (openapi.yaml): the last id of the page before, as 8 bytes

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import type { FastifyBodyParser, FastifyInstance } from 'fastify'
-import { ApiError } from '../errors.js'
+import { ApiError } from './errors.js'
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream'
-import type { JsonListVersion } from '../store/json-list.js'
+import type { JsonListVersion } from './json-list.js'
 
 /**
  * A success body that is already JSON text (the database built it, without a JavaScript object

@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream'
 import type { FastifySchema, FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify'
 import type { ErrorObject, ValidateFunction } from 'ajv'
-import { ResponseValidationError } from '../errors.js'
-import { createAjv } from '../openapi/ajv.js'
-import type { JsonListVersion } from '../store/json-list.js'
+import { ResponseValidationError } from './errors.js'
+import { createAjv } from './ajv.js'
+import type { JsonListVersion } from './json-list.js'
 import { bytesOfList, JsonListStream, JsonText } from './json-text.js'
 
 type JsonSchema = Record<string, unknown>

@@ -1,5 +1,5 @@
 import type { FastifySchemaValidationError, preValidationHookHandler } from 'fastify'
-import { ApiError } from '../errors.js'
+import { ApiError } from './errors.js'
 
 /**
  * For operations whose requestBody is required: Fastify validates a body only when one arrived,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import { parse as parseYaml } from 'yaml'
-import { openapiPath } from '../paths.js'
+import { openapiPath } from './paths.js'
 
 type Json = Record<string, unknown>
 

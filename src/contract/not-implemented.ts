@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js'
+import { ApiError } from './errors.js'
 import type { OperationHandler, OperationId } from './operation-types.js'
 
 const stubs = new WeakSet<object>()

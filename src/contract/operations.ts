@@ -1,8 +1,8 @@
 import type { FastifySchema, FastifySchemaValidationError, onRequestHookHandler, onSendHookHandler, preValidationHookHandler, RouteHandlerMethod, RouteOptions } from 'fastify'
-import { ApiError } from '../errors.js'
-import { formatValidationErrors, requireBody } from '../http/json-body.js'
-import { type HandlerMap, successStatus } from '../http/operation-types.js'
-import { validatorCompiler } from '../http/validation.js'
+import { ApiError } from './errors.js'
+import { formatValidationErrors, requireBody } from './json-body.js'
+import { type HandlerMap, successStatus } from './operation-types.js'
+import { validatorCompiler } from './validation.js'
 import type { ApiDocument, OperationInfo } from './document.js'
 
 export interface OperationContext {
