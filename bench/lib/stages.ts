@@ -13,8 +13,8 @@
  * - Level 2, the stages: a library or file that does one thing. Innermost wins, so the rate-limit
  *   counting called back from the key check's hook counts as rate limiting, and a header set by
  *   the security-headers hook through Fastify's `reply.headers` counts as security headers.
- * - Level 3, stages that own everything they call: the key check's lookup (bearer-auth.ts, which
- *   asks the key guard and the store), Fastify's request validation (lib/validation.js, whatever
+ * - Level 3, stages that own everything they call: the key check's lookup (`identify`, bearer-auth's
+ *   `auth`, which hashes the key and asks the key guard and the store), Fastify's request validation (lib/validation.js, whatever
  *   validator it calls) and the response serializer (the function Fastify's reply calls to turn a
  *   body into bytes, the service's response validation included).
  * Samples that no rule claims (timers, promise jobs, V8's own work) are "other"; "(garbage
@@ -46,9 +46,12 @@ type Level = 1 | 2 | 3
 /**
  * Modules by stage: `pkg/path/file.js` under node_modules, project files without their extension
  * (`src/app` whether run compiled or through tsx), `node:…` for Node's own. A trailing `*` makes
- * a prefix. The first rule that matches a frame is its rule.
+ * a prefix. The first rule that matches a frame is its rule. Project files are named where they
+ * are now and, after "before:", where they were before the moves of issue 23 (merged in f0f3382),
+ * so that the profile of a `--baseline` build of an earlier commit is mapped alike.
  */
 const MODULES: [Stage, Level, string[]][] = [
+  // before: bearer-auth's `auth` (the key's lookup) lived here.
   ['key check', 3, ['src/plugins/external/bearer-auth']],
   ['validation', 3, ['fastify/lib/validation.js']],
   ['security headers', 2, ['src/plugins/external/security-headers', 'helmet/*']],
@@ -58,14 +61,24 @@ const MODULES: [Stage, Level, string[]][] = [
     'src/app', 'src/logger', 'src/plugins/app/http-protocol', 'fastify/lib/logger-factory.js', 'fastify/lib/logger-pino.js',
     'pino/*', 'pino-std-serializers/*', '@pinojs/redact/*', 'fast-redact/*', 'sonic-boom/*', 'abstract-logging/*'
   ]],
-  ['key check', 2, ['src/plugins/app/authentication', '@fastify/bearer-auth/*', 'src/rate-limit/key-guard', 'src/store/api-keys', 'src/repositories/api-keys']],
+  ['key check', 2, [
+    'src/plugins/app/authentication', 'src/authentication/*', 'src/repositories/api-keys', '@fastify/bearer-auth/*',
+    // before:
+    'src/rate-limit/key-guard', 'src/rate-limit/expiring-map', 'src/store/api-keys'
+  ]],
   ['rate-limit windows', 2, ['src/rate-limit/*', 'src/plugins/app/rate-limit-policy', 'src/plugins/external/rate-limit', '@fastify/rate-limit/*']],
   ['validation', 2, [
-    'src/http/validation', 'src/http/json-parser', 'src/http/json-body', 'src/openapi/ajv',
-    'ajv/*', 'ajv-formats/*', 'fast-uri/*', 'secure-json-parse/*'
+    'src/contract/validation', 'src/contract/json-parser', 'src/contract/json-body', 'src/contract/ajv',
+    'ajv/*', 'ajv-formats/*', 'fast-uri/*', 'secure-json-parse/*',
+    // before:
+    'src/http/validation', 'src/http/json-parser', 'src/http/json-body', 'src/openapi/ajv'
   ]],
-  ['serialization', 2, ['src/http/json-text', 'fast-json-stringify/*']],
-  ['handler/store', 2, ['handlers/*', 'src/store/*', 'src/repositories/*', 'src/http/paging', 'better-sqlite3/*', 'kysely/*']],
+  ['serialization', 2, ['src/contract/json-text', 'fast-json-stringify/*', /* before: */ 'src/http/json-text']],
+  ['handler/store', 2, [
+    'handlers/*', 'src/store/*', 'src/repositories/*', 'src/contract/json-list', 'src/contract/paging', 'better-sqlite3/*', 'kysely/*',
+    // before:
+    'src/http/paging'
+  ]],
   ['entity tag/conditional', 2, ['src/plugins/app/conditional-requests']],
   ['compression negotiation', 2, [
     'src/plugins/external/compress', '@fastify/compress/*', '@fastify/accept-negotiator/*', 'node:zlib',
@@ -73,12 +86,18 @@ const MODULES: [Stage, Level, string[]][] = [
   ]],
   ['metrics', 2, ['src/plugins/app/metrics', 'prom-client/*', 'tdigest/*', 'bintrees/*']],
   // The operation's route options (deprecation headers, the refusal of undeclared query parameters).
-  ['Fastify core/routing', 2, ['src/openapi/operations']],
+  ['Fastify core/routing', 2, ['src/contract/operations', /* before: */ 'src/openapi/operations']],
   ['Fastify core/routing', 1, [
     'fastify/*', 'find-my-way/*', 'avvio/*', 'light-my-request/*', '@fastify/error/*', 'fast-querystring/*',
     'fastify-openapi-glue/*', 'fastify-plugin/*', 'toad-cache/*', 'process-warning/*', 'rfdc/*', 'src/routes/*'
   ]],
   ['node http/writev', 1, ['node:_http_*', 'node:http', 'node:net', 'node:internal/stream_base_commons', 'node:internal/streams/*', 'node:stream', 'node:internal/http']]
+]
+
+/** Functions that are a stage of their own inside a file of another: [stage, level, module, names]. */
+const FUNCTIONS: [Stage, Level, string, string[]][] = [
+  // bearer-auth's `auth`: the key's SHA-256, the key guard and the store's lookup.
+  ['key check', 3, 'src/plugins/app/authentication', ['identify']]
 ]
 
 /** The floor (bench/servers/floor.ts) is one file: its functions by stage (all level 2). */
@@ -145,6 +164,9 @@ function ruleFor (frame: Frame, parent: Frame | undefined): [Stage, Level] | und
   if (module === '') return undefined
   if (module === REPLY && frame.functionName === 'serialize') return ['serialization', 3]
   if (parent !== undefined && parent.functionName === 'preSerializationHookEnd' && moduleOf(parent.url) === REPLY && !NOT_SERIALIZER.has(frame.functionName)) return ['serialization', 3]
+  for (const [stage, level, inModule, names] of FUNCTIONS) {
+    if (module === inModule && names.includes(frame.functionName)) return [stage, level]
+  }
   if (module === FLOOR_MODULE) {
     const stage = FLOOR_FUNCTIONS[frame.functionName]
     return stage === undefined ? undefined : [stage, 2]

@@ -41,9 +41,9 @@ import { negotiate } from '@fastify/accept-negotiator'
 import type { Ajv } from 'ajv'
 import Database from 'better-sqlite3'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
-import { ApiError, notFound } from '../../src/errors.js'
-import { decodeCursor, encodeCursor, nextPageLink } from '../../src/http/paging.js'
-import { loadDocument } from '../../src/openapi/document.js'
+import { ApiError, notFound } from '../../src/contract/errors.js'
+import { decodeCursor, encodeCursor, nextPageLink } from '../../src/contract/paging.js'
+import { loadDocument } from '../../src/contract/document.js'
 
 type Json = Record<string, unknown>
 

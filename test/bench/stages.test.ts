@@ -35,7 +35,7 @@ t.test('what runs beneath a continuation is the next step, not the hook that cal
   const sentFromHandler = stack(pkg('fastify/lib/reply.js', 'onSendEnd'), pkg('fastify/lib/reply.js', 'Reply.send'), project('handlers/placeOrder', 'placeOrder'))
   t.equal(stageOf(sentFromHandler), 'Fastify core/routing', 'reply.send called by a handler')
   const parsedBody = stack(pkg('fastify/lib/validation.js', 'validate'), pkg('fastify/lib/handle-request.js', 'handler'),
-    pkg('fastify/lib/content-type-parser.js', 'done'), project('src/http/json-parser'))
+    pkg('fastify/lib/content-type-parser.js', 'done'), project('src/contract/json-parser'))
   t.equal(stageOf(parsedBody), 'validation', 'validation after the body parser handed the body on')
 })
 
@@ -44,20 +44,25 @@ t.test('among the stages the innermost wins; the key check owns its lookup', asy
     project('src/plugins/app/rate-limit-policy', 'count'), project('src/plugins/app/authentication'), pkg('@fastify/bearer-auth/lib/verify-bearer-auth-factory.js'))
   t.equal(stageOf(counted), 'rate-limit windows', 'counted from the callback of bearer-auth')
   const lookup = stack(native('get'), pkg('better-sqlite3/lib/methods/wrappers.js'), project('src/store/sqlite/caches', 'activeKey'),
-    project('src/rate-limit/key-guard', 'check'), project('src/plugins/external/bearer-auth', 'auth'), pkg('@fastify/bearer-auth/lib/verify-bearer-auth-factory.js'))
+    project('src/authentication/key-guard', 'check'), project('src/plugins/app/authentication', 'identify'), pkg('@fastify/bearer-auth/lib/verify-bearer-auth-factory.js'))
   t.equal(stageOf(lookup), 'key check')
-  const hashed = stack(native('hash'), node('internal/crypto/hash', 'hash'), project('src/store/api-keys', 'hashApiKey'), project('src/plugins/external/bearer-auth', 'auth'))
+  const hashed = stack(native('hash'), node('internal/crypto/hash', 'hash'), project('src/repositories/api-keys', 'hashApiKey'), project('src/plugins/app/authentication', 'identify'))
   t.equal(stageOf(hashed), 'key check')
+  const beforeTheMoves = stack(native('get'), project('src/store/sqlite/caches', 'activeKey'), project('src/rate-limit/key-guard', 'check'),
+    project('src/plugins/external/bearer-auth', 'auth'), pkg('@fastify/bearer-auth/lib/verify-bearer-auth-factory.js'))
+  t.equal(stageOf(beforeTheMoves), 'key check', 'a --baseline build from before the moves of issue 23')
+  const dispatcher = stack(project('src/plugins/app/authentication'), pkg('fastify/lib/hooks.js', 'hookIterator'))
+  t.equal(stageOf(dispatcher), 'key check', 'the authentication hook itself')
 })
 
 t.test('the response serializer and what it calls are serialization; request validators are validation', async (t) => {
-  const serializer = stack(native('validate20'), project('src/http/validation', 'check'), project('src/http/validation'),
+  const serializer = stack(native('validate20'), project('src/contract/validation', 'check'), project('src/contract/validation'),
     pkg('fastify/lib/reply.js', 'preSerializationHookEnd'), pkg('fastify/lib/reply.js', 'preSerializationHook'), pkg('fastify/lib/reply.js', 'Reply.send'))
   t.equal(stageOf(serializer), 'serialization')
   const onSend = stack(project('src/plugins/app/conditional-requests'), pkg('fastify/lib/hooks.js', 'onSendHookRunner'), pkg('fastify/lib/reply.js', 'onSendHook'),
     pkg('fastify/lib/reply.js', 'preSerializationHookEnd'), pkg('fastify/lib/reply.js', 'Reply.send'))
   t.equal(stageOf(onSend), 'entity tag/conditional', 'the onSend hooks that follow the serializer are not serialization')
-  const params = stack(native('validate11'), project('src/http/validation', 'validator'), pkg('fastify/lib/validation.js', 'validateParam'), pkg('fastify/lib/validation.js', 'validate'))
+  const params = stack(native('validate11'), project('src/contract/validation', 'validator'), pkg('fastify/lib/validation.js', 'validateParam'), pkg('fastify/lib/validation.js', 'validate'))
   t.equal(stageOf(params), 'validation')
 })
 
