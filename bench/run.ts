@@ -351,6 +351,15 @@ if (!args.tsx) {
 
 console.log(`Preparing datasets ${datasetIds.map((id) => isOrderDataset(id) ? id : Number(id).toLocaleString('en')).join(' / ')} in ${scratch}`)
 const starts: Promise<void>[] = []
+/**
+ * Records a server's start. One that fails while later datasets are still being seeded is reported
+ * after the loop, which then stops the servers that did start: unhandled until then, its rejection
+ * would end this process at once and leave them running (pinned to the servers' core).
+ */
+const starting = (start: Promise<void>) => {
+  start.catch(() => {})
+  starts.push(start)
+}
 // The floors start once the services have: fewer processes starting at once on the servers' core.
 const floorStarts: (() => Promise<void>)[] = []
 for (const id of datasetIds) {
@@ -365,22 +374,22 @@ for (const id of datasetIds) {
     keys.set(`${config}-${id}`, key)
     return copy
   }
-  starts.push(startServer({ name: `sqlite-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: `sqlite:${file}` }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `sqlite-${id}`) })
+  starting(startServer({ name: `sqlite-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: `sqlite:${file}` }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `sqlite-${id}`) })
     .then((s) => { servers.set(s.name, s) }))
   if (needed('redis', id)) {
     const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('redis')}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }
-    starts.push(startServer({ name: `redis-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${id}`) })
+    starting(startServer({ name: `redis-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (needed('metrics', id)) {
     // METRICS_PORT=0: a listener on a free port; nothing scrapes it, as between two scrapes.
     const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('metrics')}`, METRICS_PORT: '0' }
-    starts.push(startServer({ name: `metrics-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `metrics-${id}`) })
+    starting(startServer({ name: `metrics-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `metrics-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (baselineDir !== undefined && needed('baseline', id)) {
     // The baseline runs from its own checkout, so it loads its own openapi.yaml and node_modules.
-    starts.push(startServer({ name: `baseline-${id}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${id}`) })
+    starting(startServer({ name: `baseline-${id}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (needed('floor', id)) {
@@ -391,7 +400,7 @@ for (const id of datasetIds) {
   }
   if (needed('express', id)) {
     const peerFile = copyFor('express')
-    starts.push(startServer({ name: `express-${id}`, entry: join(benchDir, 'peers', 'express.ts'), env: { DATABASE_URL: `sqlite:${peerFile}`, NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore })
+    starting(startServer({ name: `express-${id}`, entry: join(benchDir, 'peers', 'express.ts'), env: { DATABASE_URL: `sqlite:${peerFile}`, NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (needed('postgres', id)) {
@@ -400,7 +409,7 @@ for (const id of datasetIds) {
     pgDatabases.push(name)
     pgDatabaseOf.set(`postgres-${id}`, name)
     keys.set(`postgres-${id}`, await seedDatabase(url, size, stock))
-    starts.push(startServer({ name: `postgres-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${id}`) })
+    starting(startServer({ name: `postgres-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   // Scale-out: each configuration on a database of its own; the two instances behind nginx share
@@ -417,11 +426,11 @@ for (const id of datasetIds) {
       startServer({ name: instance, entry: serviceEntry, env: { ...env, ...extra }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, instance) })
         .then((s) => { servers.set(s.name, s); return s })
     if (config === 'pg-redis') {
-      starts.push(start(`pg-redis-${id}`).then(() => {}))
+      starting(start(`pg-redis-${id}`).then(() => {}))
       continue
     }
     // Both instances on the servers' core, as the one instance is; nginx on the generator's.
-    starts.push(Promise.all([`nginx-a-${id}`, `nginx-b-${id}`].map((instance) => start(instance, { TRUST_PROXY: 'loopback' })))
+    starting(Promise.all([`nginx-a-${id}`, `nginx-b-${id}`].map((instance) => start(instance, { TRUST_PROXY: 'loopback' })))
       .then(async (instances) => {
         instanceGroups.set(`nginx-${id}`, instances)
         proxies.set(`nginx-${id}`, await startNginx({
