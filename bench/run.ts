@@ -9,7 +9,8 @@
  * Options: --quick (1 short round, results in bench/out/), --rounds N (default 5: a median that two
  * noisy rounds cannot move), --duration S, --warmup S,
  * --only w1,w2 (workloads), --configs c1,c2, --generator wrk|autocannon, --profile (service
- * processes run with --cpu-prof; profiles and their summaries land in bench/out/profiles/), --tsx
+ * processes and the floor run with --cpu-prof; profiles, their summaries and the per-stage account
+ * of issue 23 land in bench/out/profiles/ and the report), --tsx
  * (run the service from src/ through tsx instead of compiling it first, as `npm start` runs it,
  * into bench/out/dist/), --baseline DIR (A/B: this checkout against the build in DIR/dist/).
  */
@@ -25,8 +26,10 @@ import { encodeCursor } from '../src/contract/paging.js'
 import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, type OrderStock, placedOrderIds, plainOrderCount, postgresBackends, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
-import { type Cell, type ConfigId, configTitles, evaluateReferences, evaluateScaleTargets, type FocusedResults, isBare, evaluateTargets, type ListWritesResult, type RevocationResult, markdownReferences, markdownTable, markdownTargets, referenceLines, summarize, targetLines, textTable } from './lib/report.js'
-import { summarizeProfile } from './lib/profile.js'
+import { type Cell, type ConfigId, configTitles, evaluateFloorTargets, evaluateReferences, evaluateScaleTargets, type FocusedResults, isBare, evaluateTargets, type ListWritesResult, type RevocationResult, markdownReferences, markdownTable, markdownTargets, referenceLines, type StageColumn, stageMarkdown, stageText, summarize, targetLines, textTable } from './lib/report.js'
+import { compareAnswers, type Probe } from './lib/floor-check.js'
+import { type StageAccount, stageAccounts, summarizeProfile } from './lib/profile.js'
+import { startHealthzPoller } from './lib/stall.js'
 import { nginxBinary, type ProxyHandle, startNginx } from './lib/nginx.js'
 import { freePort, type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
@@ -126,6 +129,8 @@ interface Workload {
   barePath?: string
   /** Headers the service is sent besides the key (Accept-Encoding for the compressed lists). */
   headers?: Record<string, string>
+  /** Milliseconds between two `/healthz` requests on a connection of their own during the load (the stall check). */
+  pollHealthz?: number
 }
 
 const listRequest: RequestTemplate[] = [{ method: 'GET', path: '/v1/inventory' }]
@@ -145,13 +150,16 @@ const getPetRequests: RequestTemplate[] = Array.from({ length: 100 }, (_, i) => 
 const all: ConfigId[] = ['bare', 'sqlite', 'postgres', 'express']
 const services: ConfigId[] = ['sqlite', 'postgres', 'express']
 const engines: ConfigId[] = ['sqlite', 'postgres']
+// The floor (issue 23, bench/servers/floor.ts): what a perfect implementation of the service
+// costs for the same requests, measured right before the service in every round.
+const withFloor: ConfigId[] = ['floor', ...engines]
 // The small requests, where the limiter is a large part of the cost, also run with the limits
 // counted in Redis (what several instances share), and with the Prometheus metrics kept.
-const withRedis: ConfigId[] = ['bare', 'sqlite', 'redis', 'metrics', 'postgres', 'express']
+const withRedis: ConfigId[] = ['bare', 'floor', 'sqlite', 'redis', 'metrics', 'postgres', 'express']
 // Workloads judged against bare GET / measure it again just before the service, in every round:
 // this VM's speed drifts by up to a third within minutes, and the round's own GET / ran minutes earlier.
 const withCeiling: ConfigId[] = ['ceiling', ...withRedis]
-const knownConfigs: ConfigId[] = ['ceiling', 'bare', 'sqlite', 'redis', 'metrics', 'postgres', 'express', 'pg-redis', 'nginx']
+const knownConfigs: ConfigId[] = ['ceiling', 'bare', 'floor', 'sqlite', 'redis', 'metrics', 'postgres', 'express', 'pg-redis', 'nginx']
 // Scale-out: one instance on PostgreSQL with its limits in Redis, against two such instances
 // sharing the database and Redis behind nginx, under a mix with writes (each instance's caches
 // then see the other's writes).
@@ -204,11 +212,16 @@ const orderPageRequests: RequestTemplate[] = Array.from({ length: ORDER_PAGES },
 }))
 // As list-100k-writes, with a placed order where that has a PATCH.
 const listAfterOrderRequests: RequestTemplate[] = placeOrderRequests.flatMap((order) => [...Array<RequestTemplate>(9).fill(listRequest[0]!), order])
+// Issue 23's stall check: a PATCH before every GET of the list, so that every GET gets a new
+// version of the 100,000-entry list (each pet alternates between two quantities, as above).
+const stallRequests: RequestTemplate[] = patchRequests.slice(0, 200).flatMap((patch) => [listRequest[0]!, patch])
+/** How often the stall check asks /healthz, ms. */
+const HEALTHZ_EVERY_MS = 5
 
 const allWorkloads: Workload[] = [
   { id: 'root', title: 'GET / (ceiling)', connections: 50, size: undefined, configs: ['bare'], requests: [], barePath: '/' },
   { id: 'list-100', title: 'GET list, 100', connections: 50, size: 100, configs: withCeiling, requests: listRequest, barePath: '/payload/list-100' },
-  { id: 'list-10k', title: 'GET list, 10,000', connections: 50, size: 10_000, configs: all, requests: listRequest, barePath: '/payload/list-10000' },
+  { id: 'list-10k', title: 'GET list, 10,000', connections: 50, size: 10_000, configs: ['bare', 'floor', 'sqlite', 'postgres', 'express'], requests: listRequest, barePath: '/payload/list-10000' },
   { id: 'list-100k', title: 'GET list, 100,000', connections: 10, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-100k-1c', title: 'GET list, 100,000, 1 conn', connections: 1, size: 100_000, configs: all, requests: listRequest, barePath: '/payload/list-100000' },
   { id: 'list-10k-writes', title: 'GET list, 10,000, 1 write in 10', connections: 50, size: 10_000, configs: services, requests: listWithWritesRequests },
@@ -227,11 +240,12 @@ const allWorkloads: Workload[] = [
   { id: 'patch', title: 'PATCH inventory', connections: 50, size: 100, configs: withCeiling, requests: patchRequests },
   { id: 'get-pet', title: 'GET pet', connections: 50, size: 100, configs: withRedis, requests: getPetRequests },
   { id: 'scale-out', title: 'mix: 4 list 100, 4 pet, 1 orders, 1 PATCH', connections: 50, size: 100, configs: scaleOut, requests: scaleOutRequests },
-  { id: 'place-order', title: 'POST order', connections: 50, size: 100, dataset: 'place-order', configs: engines, requests: placeOrderRequests },
+  { id: 'place-order', title: 'POST order', connections: 50, size: 100, dataset: 'place-order', configs: withFloor, requests: placeOrderRequests },
   { id: 'place-order-idem', title: 'POST order, Idempotency-Key', connections: 50, size: 100, dataset: 'place-order-idem', configs: engines, requests: placeOrderIdemRequests },
-  { id: 'deliver', title: 'PATCH order: delivered', connections: deliverConnections, size: 100, dataset: 'deliver', configs: engines, requests: deliverRequests, sequence: deliverIds },
-  { id: 'orders-pages', title: 'GET orders, 100 pages of 100', connections: 50, size: 100, dataset: 'orders-10k', configs: engines, requests: orderPageRequests },
-  { id: 'list-100k-after-order', title: 'GET list, 100,000, 1 order in 10', connections: 10, size: 100_000, dataset: '100k-stock', configs: engines, requests: listAfterOrderRequests }
+  { id: 'deliver', title: 'PATCH order: delivered', connections: deliverConnections, size: 100, dataset: 'deliver', configs: withFloor, requests: deliverRequests, sequence: deliverIds },
+  { id: 'orders-pages', title: 'GET orders, 100 pages of 100', connections: 50, size: 100, dataset: 'orders-10k', configs: withFloor, requests: orderPageRequests },
+  { id: 'list-100k-after-order', title: 'GET list, 100,000, 1 order in 10', connections: 10, size: 100_000, dataset: '100k-stock', configs: engines, requests: listAfterOrderRequests },
+  { id: 'stall-100k', title: 'PATCH and GET list alternating, 100,000; /healthz every 5 ms', connections: 10, size: 100_000, configs: ['sqlite'], requests: stallRequests, pollHealthz: HEALTHZ_EVERY_MS }
 ]
 // What --baseline compares unless --only names others.
 const abWorkloads = ['list-100', 'patch', 'get-pet']
@@ -337,6 +351,17 @@ if (!args.tsx) {
 
 console.log(`Preparing datasets ${datasetIds.map((id) => isOrderDataset(id) ? id : Number(id).toLocaleString('en')).join(' / ')} in ${scratch}`)
 const starts: Promise<void>[] = []
+/**
+ * Records a server's start. One that fails while later datasets are still being seeded is reported
+ * after the loop, which then stops the servers that did start: unhandled until then, its rejection
+ * would end this process at once and leave them running (pinned to the servers' core).
+ */
+const starting = (start: Promise<void>) => {
+  start.catch(() => {})
+  starts.push(start)
+}
+// The floors start once the services have: fewer processes starting at once on the servers' core.
+const floorStarts: (() => Promise<void>)[] = []
 for (const id of datasetIds) {
   const { size, stock } = isOrderDataset(id) ? orderDatasets[id] : { size: Number(id), stock: undefined }
   const file = join(scratch, `service-${id}.db`)
@@ -349,27 +374,33 @@ for (const id of datasetIds) {
     keys.set(`${config}-${id}`, key)
     return copy
   }
-  starts.push(startServer({ name: `sqlite-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: `sqlite:${file}` }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `sqlite-${id}`) })
+  starting(startServer({ name: `sqlite-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: `sqlite:${file}` }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `sqlite-${id}`) })
     .then((s) => { servers.set(s.name, s) }))
   if (needed('redis', id)) {
     const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('redis')}`, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }
-    starts.push(startServer({ name: `redis-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${id}`) })
+    starting(startServer({ name: `redis-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `redis-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (needed('metrics', id)) {
     // METRICS_PORT=0: a listener on a free port; nothing scrapes it, as between two scrapes.
     const env = { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('metrics')}`, METRICS_PORT: '0' }
-    starts.push(startServer({ name: `metrics-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `metrics-${id}`) })
+    starting(startServer({ name: `metrics-${id}`, entry: serviceEntry, env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `metrics-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (baselineDir !== undefined && needed('baseline', id)) {
     // The baseline runs from its own checkout, so it loads its own openapi.yaml and node_modules.
-    starts.push(startServer({ name: `baseline-${id}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${id}`) })
+    starting(startServer({ name: `baseline-${id}`, entry: baselineEntry!, env: { ...serviceEnv, DATABASE_URL: `sqlite:${copyFor('baseline')}` }, cwd: baselineDir, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `baseline-${id}`) })
+      .then((s) => { servers.set(s.name, s) }))
+  }
+  if (needed('floor', id)) {
+    // Through tsx, as bare Fastify runs; on its own copy of the dataset.
+    const env = { DATABASE_FILE: copyFor('floor'), NODE_ENV: 'production' }
+    floorStarts.push(() => startServer({ name: `floor-${id}`, entry: join(benchDir, 'servers', 'floor.ts'), env, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `floor-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (needed('express', id)) {
     const peerFile = copyFor('express')
-    starts.push(startServer({ name: `express-${id}`, entry: join(benchDir, 'peers', 'express.ts'), env: { DATABASE_URL: `sqlite:${peerFile}`, NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore })
+    starting(startServer({ name: `express-${id}`, entry: join(benchDir, 'peers', 'express.ts'), env: { DATABASE_URL: `sqlite:${peerFile}`, NODE_ENV: 'production' }, cwd: projectRoot, logDir, core: serverCore })
       .then((s) => { servers.set(s.name, s) }))
   }
   if (needed('postgres', id)) {
@@ -378,7 +409,7 @@ for (const id of datasetIds) {
     pgDatabases.push(name)
     pgDatabaseOf.set(`postgres-${id}`, name)
     keys.set(`postgres-${id}`, await seedDatabase(url, size, stock))
-    starts.push(startServer({ name: `postgres-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${id}`) })
+    starting(startServer({ name: `postgres-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   // Scale-out: each configuration on a database of its own; the two instances behind nginx share
@@ -395,11 +426,11 @@ for (const id of datasetIds) {
       startServer({ name: instance, entry: serviceEntry, env: { ...env, ...extra }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, instance) })
         .then((s) => { servers.set(s.name, s); return s })
     if (config === 'pg-redis') {
-      starts.push(start(`pg-redis-${id}`).then(() => {}))
+      starting(start(`pg-redis-${id}`).then(() => {}))
       continue
     }
     // Both instances on the servers' core, as the one instance is; nginx on the generator's.
-    starts.push(Promise.all([`nginx-a-${id}`, `nginx-b-${id}`].map((instance) => start(instance, { TRUST_PROXY: 'loopback' })))
+    starting(Promise.all([`nginx-a-${id}`, `nginx-b-${id}`].map((instance) => start(instance, { TRUST_PROXY: 'loopback' })))
       .then(async (instances) => {
         instanceGroups.set(`nginx-${id}`, instances)
         proxies.set(`nginx-${id}`, await startNginx({
@@ -413,7 +444,7 @@ for (const id of datasetIds) {
   }
 }
 // Every start settles first, so that the clean-up stops the servers that did start.
-const failedStart = (await Promise.allSettled(starts)).find((r) => r.status === 'rejected')
+const failedStart = [...await Promise.allSettled(starts), ...await Promise.allSettled(floorStarts.map((start) => start()))].find((r) => r.status === 'rejected')
 if (failedStart !== undefined) {
   await cleanup()
   throw failedStart.reason
@@ -456,6 +487,37 @@ if (needed('bare') || needed('ceiling')) {
     await cleanup()
     throw error
   }
+}
+
+// The floor must answer what the service answers (bench/lib/floor-check.ts): the first request of
+// each workload it runs goes to both, on copies of one dataset, before anything is measured.
+for (const w of workloads.filter((x) => x.configs.includes('floor'))) {
+  const service = servers.get(`sqlite-${datasetOf(w)}`)!
+  const floor = servers.get(`floor-${datasetOf(w)}`)!
+  const differences = await compareAnswers(service.baseUrl, floor.baseUrl, [await floorProbe(w, service.baseUrl)])
+  if (differences.length > 0) {
+    await cleanup()
+    throw new Error(`the floor does not answer ${w.id} as the service does (bench/servers/floor.ts):\n  ${differences.join('\n  ')}`)
+  }
+}
+
+/** The first request of a workload, as the floor check sends it. */
+async function floorProbe (w: Workload, serviceUrl: string): Promise<Probe> {
+  const template = w.requests[0]!
+  const authorization = `Bearer ${keys.get(`sqlite-${datasetOf(w)}`)}`
+  const headers: Record<string, string> = { authorization, ...w.headers, ...template.headers, ...(template.body === undefined ? {} : { 'content-type': 'application/json' }) }
+  // A delivery is made once per order: the probe delivers the last one, which the workload only
+  // reaches when it runs past its ids (and then says so).
+  const path = w.sequence === undefined ? template.path : template.path.replace('{seq}', String(w.sequence.last))
+  let body = template.body
+  // A PATCH of a pet's stock sets the quantity it has, so that the lists measured after it are
+  // still the bytes the bare ceiling sends.
+  const patched = template.method === 'PATCH' ? /^\/v1\/inventory\/(\d+)$/.exec(path) : null
+  if (patched !== null) {
+    const entries = await (await fetch(`${serviceUrl}/v1/inventory`, { headers: { authorization } })).json() as { petId: number, quantity: number }[]
+    body = JSON.stringify({ quantity: entries.find((e) => e.petId === Number(patched[1]))!.quantity })
+  }
+  return { method: template.method, path, body, headers }
 }
 
 // The page URLs of orders-pages must be the ones the service links: walk them once.
@@ -514,6 +576,8 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
   const dbCpuBefore = new Map((database === undefined ? [] : await postgresBackends(adminPgUrl, database)).map((pid) => [pid, cpuSeconds(pid) ?? 0]))
   const machineBefore = machineJiffies()
   const firstSeq = w.sequence === undefined ? undefined : nextInSequence.get(target.name) ?? w.sequence.first
+  const healthzPoller = w.pollHealthz === undefined ? undefined : startHealthzPoller(target.baseUrl, w.pollHealthz)
+  const startedUs = monotonicUs()
   const result = await runLoad(generator, {
     baseUrl: target.baseUrl,
     requests,
@@ -525,6 +589,9 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
     scratchDir: scratch,
     firstSeq
   })
+  const window: [number, number] = [startedUs, monotonicUs()]
+  // Stops asking now; the answer to the last request is awaited after the CPU time is read.
+  const healthzStopped = healthzPoller?.stop()
   clearInterval(poller)
   if (w.sequence !== undefined) {
     // The requests still open when the load stopped may have been served too: skip past them.
@@ -540,6 +607,7 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
   const generatorCpuShare = result.generatorCpu / result.seconds
   const proxyCpuShare = proxyCpuSeconds / result.seconds
   const dbCpuShare = (dbCpuSeconds ?? 0) / result.seconds
+  const healthz = await healthzStopped
   const peakRss = resettable ? Math.max(...target.pids.map((pid) => peakRssBytes(pid) ?? 0)) || polledPeak : polledPeak
   return {
     ...result,
@@ -549,9 +617,14 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
     cpuPerRequest: serverCpuSeconds * 1e6 / Math.max(1, result.requests),
     ...(dbCpuSeconds === undefined ? {} : { dbCpuPerRequest: dbCpuSeconds * 1e6 / Math.max(1, result.requests) }),
     ...(target.proxy === undefined ? {} : { proxyCpuPerRequest: proxyCpuSeconds * 1e6 / Math.max(1, result.requests) }),
-    otherCpu: Math.max(0, busyCores - serverCpu - generatorCpuShare - proxyCpuShare - dbCpuShare)
+    otherCpu: Math.max(0, busyCores - serverCpu - generatorCpuShare - proxyCpuShare - dbCpuShare),
+    window,
+    ...(healthz === undefined ? {} : { healthz })
   }
 }
+
+/** Microseconds of the monotonic clock, which V8 also stamps its CPU profiles with. */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
 
 /** Measurements that started while the machine was still busy after 20 s of waiting. */
 let noisyStarts = 0
@@ -581,7 +654,8 @@ try {
       for (const config of order) {
         const sample = await measure(w, config, durationSec, round)
         cells.find((c) => c.workload === w.id && c.config === config)!.samples.push(sample)
-        console.log(`round ${round}/${rounds} ${w.id.padEnd(21)} ${config.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p50 ${sample.p50.toFixed(2).padStart(7)} ms  p99 ${sample.p99.toFixed(2).padStart(7)} ms  errors ${sample.non2xx + sample.socketErrors}  server CPU ${(sample.serverCpu * 100).toFixed(0)}% ${sample.cpuPerRequest.toFixed(0)} µs/req`)
+        console.log(`round ${round}/${rounds} ${w.id.padEnd(21)} ${config.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p50 ${sample.p50.toFixed(2).padStart(7)} ms  p99 ${sample.p99.toFixed(2).padStart(7)} ms  errors ${sample.non2xx + sample.socketErrors}  server CPU ${(sample.serverCpu * 100).toFixed(0)}% ${sample.cpuPerRequest.toFixed(0)} µs/req` +
+          (sample.healthz === undefined ? '' : `  /healthz max ${sample.healthz.max.toFixed(1)} ms (${sample.healthz.polls} polls)`))
       }
     }
   }
@@ -631,6 +705,46 @@ const maxOther = busy.length === 0 ? 0 : Math.max(...busy)
 if (noisyStarts > 0) note(`${noisyStarts} measurement(s) started while other processes still kept 0.15 cores or more busy after 20 s of waiting`)
 if (maxOther > 0.2) note(`other processes kept up to ${maxOther.toFixed(2)} cores busy during some measurements: figures are noisy; rerun on a quiet machine`)
 
+/**
+ * The per-stage account of issue 23, with --profile: for every process that was profiled (the
+ * service's and the floor's), the stage times of its profile over each workload's measured rounds.
+ */
+function stageAccountsOfRun (): { title: string, columns: StageColumn[] }[] {
+  if (profileDir === undefined) return []
+  const byServer = new Map<string, Cell[]>()
+  for (const cell of cells) {
+    const w = workloads.find((x) => x.id === cell.workload)!
+    const target = targetFor(w, cell.config)
+    if (target.pids.length !== 1 || cell.samples.length === 0 || !existsSync(join(profileDir, target.name))) continue
+    byServer.set(target.name, [...byServer.get(target.name) ?? [], cell])
+  }
+  const sections: { title: string, columns: StageColumn[] }[] = []
+  for (const [server, serverCells] of byServer) {
+    const dir = join(profileDir, server)
+    const windowSets = serverCells.map((c) => c.samples.flatMap((s) => s.window === undefined ? [] : [s.window]))
+    const totals = serverCells.map((): StageAccount | undefined => undefined)
+    // The main thread's profiles only (node names them CPU.<date>.<time>.<pid>.<thread>.<n>; tsx's
+    // loader thread in the floor writes one too).
+    for (const file of readdirSync(dir).filter((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f))) {
+      stageAccounts(join(dir, file), windowSets).forEach((account, i) => {
+        const total = totals[i]
+        if (total === undefined) {
+          totals[i] = account
+          return
+        }
+        total.busyUs += account.busyUs
+        for (const stage of Object.keys(account.byStage) as (keyof StageAccount['byStage'])[]) total.byStage[stage] += account.byStage[stage]
+      })
+    }
+    const columns = serverCells.flatMap((cell, i) => totals[i] === undefined
+      ? []
+      : [{ title: cell.workload, cpuPerRequest: summarize(cell).cpuPerRequest, account: totals[i], cpuUs: cell.samples.reduce((t, s) => t + s.cpuPerRequest * s.requests, 0) }])
+    if (columns.length > 0) sections.push({ title: `${server} (${configTitles[serverCells[0]!.config]})`, columns })
+  }
+  return sections
+}
+const stageSections = stageAccountsOfRun()
+
 const checkout = { a: describeCheckout(projectRoot), b: baselineDir === undefined ? undefined : describeCheckout(baselineDir) }
 // The baseline's dist/ is whatever was last built there, which need not match its working tree.
 const baselineBuilt = baselineEntry === undefined ? undefined : statSync(baselineEntry).mtime.toISOString()
@@ -671,6 +785,7 @@ if (baselineDir !== undefined) {
   const comparison = compare(cells, firstInRound)
   console.log(`\nA = this checkout (${checkout.a}), B = ${baselineDir} (${checkout.b}, dist/ built ${baselineBuilt}); medians over ${rounds} round(s), ratios are medians of per-round A/B:`)
   for (const line of comparisonLines(comparison)) console.log('  ' + line)
+  for (const { title, columns } of stageSections) console.log(`\nPer-stage account, ${title}: µs of CPU per request (self-time share × CPU µs/req)\n${stageText(columns)}`)
   for (const n of notes) console.log(`note: ${n}`)
   const markdown = `# A/B: this checkout against a baseline build
 
@@ -687,7 +802,7 @@ uses less CPU per request; above 1 in req/s means A serves more. "other CPU" is 
 else on the machine used during A's and B's measurement (noise).
 
 ${markdownComparison(comparison)}
-
+${stageSections.length > 0 ? `\n## Per-stage account (CPU profiles)\n\nAs in results.md (bench/README.md, "Per-stage account").\n\n${stageSections.map(({ title, columns }) => `### ${title}\n\n${stageMarkdown(columns)}\n`).join('\n')}` : ''}
 ${notesSection}`
   writeFileSync(join(resultsDir, 'baseline.md'), markdown)
   writeFileSync(join(resultsDir, 'baseline.json'), JSON.stringify({ meta, comparison, cells }, null, 2) + '\n')
@@ -697,10 +812,14 @@ ${notesSection}`
   const references = evaluateReferences(cells, 'sqlite')
   const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres') : []
   const scaleTargets = evaluateScaleTargets(cells, focused)
+  const floorTargets = evaluateFloorTargets(cells, 'sqlite')
   console.log('\nTargets of issue 5 (medians of per-round ratios):')
   for (const line of [...targetLines(targets), ...targetLines(pgTargets)]) console.log('  ' + line)
   console.log('\nTargets of issue 15:')
   for (const line of targetLines(scaleTargets)) console.log('  ' + line)
+  if (floorTargets.length > 0) console.log('\nTargets of issue 23 (server CPU per answer, medians of per-round ratios):')
+  for (const line of targetLines(floorTargets)) console.log('  ' + line)
+  for (const { title, columns } of stageSections) console.log(`\nPer-stage account, ${title}: µs of CPU per request (self-time share × CPU µs/req)\n${stageText(columns)}`)
   if (references.length > 0) console.log('\nReferences from the same run (not targets):')
   for (const line of referenceLines(references)) console.log('  ' + line)
   for (const n of notes) console.log(`note: ${n}`)
@@ -737,7 +856,24 @@ longest block from a monitor inside it) and \`bench/revocation.ts\` (two compile
 PostgreSQL, not pinned); bench/README.md says how each measures.
 
 ${markdownTargets(scaleTargets)}
-${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then. The service with its\nlimits counted in Redis shows what sharing them between instances costs per request; two instances\nbehind nginx against one, both on PostgreSQL with their limits in Redis, whether an instance costs the\nsame per request when another shares its database.\n\n${markdownReferences(references)}\n` : ''}
+${floorTargets.length > 0 ? `\n## Targets of issue 23
+
+All as the server's CPU time per answer, medians of per-round ratios. The floor
+(bench/servers/floor.ts) is bare Fastify doing only the work the service cannot avoid for the
+same requests (bench/README.md, "The floor and the cost of one request"); its own ratio to bare Fastify is what a perfect
+implementation of the service would reach. stall-100k asks \`/healthz\` every ${HEALTHZ_EVERY_MS} ms on a
+connection of its own while the load runs; its longest wait is the longest stall a client saw.
+
+${markdownTargets(floorTargets)}
+` : ''}${stageSections.length > 0 ? `\n## Per-stage account (CPU profiles)
+
+Each profile sample taken during a workload's measured rounds is given to a stage by the functions
+on its stack (bench/lib/stages.ts); a stage's µs per request is its share of the main thread's busy
+samples times the process's CPU µs per request. "main thread busy / process CPU" says how much of
+the process's CPU time the samples cover (V8's helper threads and the kernel's work outside the
+main thread are spread over the stages in proportion).
+
+${stageSections.map(({ title, columns }) => `### ${title}\n\n${stageMarkdown(columns)}\n`).join('\n')}` : ''}${references.length > 0 ? `\n## References from the same run (not targets)\n\nBare Fastify also answers the PATCH and GET pet requests, from a Map with Fastify's own validation\nof the same shapes (bench/servers/bare.ts): what those requests cost with no authentication, no rate\nlimits and no database, and what tail latency this machine gives even then. The service with its\nlimits counted in Redis shows what sharing them between instances costs per request; two instances\nbehind nginx against one, both on PostgreSQL with their limits in Redis, whether an instance costs the\nsame per request when another shares its database.\n\n${markdownReferences(references)}\n` : ''}
 ${notesSection}`
   writeFileSync(join(resultsDir, 'results.md'), markdown)
   writeFileSync(join(resultsDir, 'results.json'), JSON.stringify({
@@ -746,6 +882,8 @@ ${notesSection}`
     targets,
     postgresTargets: pgTargets,
     scaleTargets,
+    floorTargets,
+    stageAccounts: stageSections,
     focused,
     references,
     cells: cells.map((c) => ({ ...c, configTitle: configTitles[c.config] }))

@@ -1,12 +1,15 @@
 /**
  * Summaries of the V8 CPU profiles `--profile` records (node --cpu-prof): self time by module or
- * package, the top functions by self time and by total (inclusive) time, from the first request on.
+ * package, the top functions by self time and by total (inclusive) time, from the first request
+ * on; and the per-stage account of issue 23 (self time by stage, bench/lib/stages.ts) over the
+ * time windows of given measurements.
  */
 import { readFileSync } from 'node:fs'
+import { type Frame, type Stage, STAGES, stageOf } from './stages.js'
 
 interface CallFrame { functionName: string, url: string, lineNumber: number }
 interface ProfileNode { id: number, callFrame: CallFrame, children?: number[] }
-interface Profile { nodes: ProfileNode[], samples: number[], timeDeltas: number[] }
+interface Profile { nodes: ProfileNode[], samples: number[], timeDeltas: number[], startTime: number }
 
 function where (frame: CallFrame): string {
   const url = frame.url
@@ -70,4 +73,52 @@ export function summarizeProfile (file: string, top: number): string {
     `\nTop functions by self time:\n${list(bySelf)}`,
     `\nTop functions by total time:\n${list(inclusive)}\n`
   ].join('\n')
+}
+
+/** Self time by stage of one process, over some measurements' time windows. */
+export interface StageAccount {
+  /** Microseconds sampled while the main thread was busy (not idle) in the windows. */
+  busyUs: number
+  /** Microseconds of each stage (they add up to busyUs). */
+  byStage: Record<Stage, number>
+}
+
+/**
+ * For each set of time windows (microseconds of the monotonic clock: V8 stamps its profiles with
+ * the clock `process.hrtime` reads, on Linux CLOCK_MONOTONIC), the self time by stage of the
+ * samples taken inside them. A sample counts for the interval that ends with it.
+ */
+export function stageAccounts (file: string, windowSets: readonly (readonly [number, number][])[]): StageAccount[] {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const parent = new Map<number, number>()
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+  const stageById = new Map<number, Stage | 'idle'>()
+  const stageOfNode = (id: number): Stage | 'idle' => {
+    let stage = stageById.get(id)
+    if (stage !== undefined) return stage
+    if (byId.get(id)!.callFrame.functionName === '(idle)') {
+      stage = 'idle'
+    } else {
+      const stack: Frame[] = []
+      for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) stack.push(byId.get(n)!.callFrame)
+      stage = stageOf(stack)
+    }
+    stageById.set(id, stage)
+    return stage
+  }
+  const accounts = windowSets.map((): StageAccount => ({ busyUs: 0, byStage: Object.fromEntries(STAGES.map((s) => [s, 0])) as Record<Stage, number> }))
+  let t = profile.startTime
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0
+    t += delta
+    windowSets.forEach((windows, k) => {
+      if (!windows.some(([from, to]) => t >= from && t <= to)) return
+      const stage = stageOfNode(id)
+      if (stage === 'idle') return
+      accounts[k]!.busyUs += delta
+      accounts[k]!.byStage[stage] += delta
+    })
+  })
+  return accounts
 }

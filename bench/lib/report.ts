@@ -1,11 +1,15 @@
-/** Summaries, the targets of issues 5 and 15, and the table (stdout) and markdown (results.md) forms. */
+/** Summaries, the targets of issues 5, 15 and 23, and the table (stdout) and markdown (results.md) forms. */
 import type { LoadResult } from './load.js'
+import type { StageAccount } from './profile.js'
+import type { HealthzStats } from './stall.js'
+import { STAGES } from './stages.js'
 
-export type ConfigId = 'ceiling' | 'bare' | 'sqlite' | 'redis' | 'metrics' | 'postgres' | 'express' | 'baseline' | 'pg-redis' | 'nginx'
+export type ConfigId = 'ceiling' | 'bare' | 'floor' | 'sqlite' | 'redis' | 'metrics' | 'postgres' | 'express' | 'baseline' | 'pg-redis' | 'nginx'
 
 export const configTitles: Record<ConfigId, string> = {
   ceiling: 'bare Fastify GET /, just before',
   bare: 'bare Fastify',
+  floor: 'the floor (bare Fastify, only the unavoidable work)',
   sqlite: 'service, SQLite',
   redis: 'service, SQLite, limits in Redis',
   metrics: 'service, SQLite, metrics kept',
@@ -34,6 +38,10 @@ export interface Sample extends LoadResult {
   proxyCpuPerRequest?: number
   /** Cores busy with anything other than the server and the load generator. */
   otherCpu: number
+  /** When the load ran, in microseconds of the monotonic clock V8's CPU profiles also use. */
+  window?: [number, number]
+  /** The /healthz polls made on another connection during the load (workloads that poll it). */
+  healthz?: HealthzStats
 }
 
 export interface Cell {
@@ -352,4 +360,95 @@ export function targetLines (targets: TargetResult[]): string[] {
 export function markdownTargets (targets: TargetResult[]): string {
   return ['| target | measured | met |', '|---|---|---|',
     ...targets.map((t) => `| ${t.target} | ${t.measured} | ${t.met === undefined ? '—' : t.met ? 'yes' : '**no**'} |`)].join('\n')
+}
+
+// ---- Issue 23: the service against its floor ----------------------------------------------------
+
+/** The workloads the floor (bench/servers/floor.ts) answers. */
+export const FLOOR_WORKLOADS = ['list-100', 'list-10k', 'patch', 'get-pet', 'place-order', 'deliver', 'orders-pages'] as const
+const us = (cell: Cell) => summarize(cell).cpuPerRequest.toFixed(1)
+
+/**
+ * Issue 23's figures, all as server CPU per answer and medians of per-round ratios: the service
+ * against the floor on every workload both ran (≤ 1.3 × wanted); list-100 and PATCH against bare
+ * Fastify's `GET /` (bare CPU ÷ the service's, ≥ 0.45 × wanted) and list-10k against bare Fastify
+ * sending the same bytes (≥ 0.8 ×), with the floor's own ratio beside each, what a perfect
+ * implementation reaches; and the longest `/healthz` wait of stall-100k (≤ 20 ms wanted).
+ */
+export function evaluateFloorTargets (cells: Cell[], engine: 'sqlite' | 'postgres' = 'sqlite'): TargetResult[] {
+  const results: TargetResult[] = []
+  for (const workload of FLOOR_WORKLOADS) {
+    const service = find(cells, workload, engine)
+    const floor = find(cells, workload, 'floor')
+    const r = cpuRatio(service, floor)
+    if (r === undefined) continue
+    results.push({ target: `${workload}: service CPU per answer ≤ 1.3 × the floor's`, measured: `${x(r)} (${us(service!)} vs ${us(floor!)} µs)`, met: r <= 1.3 })
+  }
+  const againstBare = [
+    ['list-100', ceilingFor(cells, 'list-100'), `bare Fastify GET /${ceilingNote(cells, 'list-100')}`, 0.45],
+    ['patch', ceilingFor(cells, 'patch'), `bare Fastify GET /${ceilingNote(cells, 'patch')}`, 0.45],
+    ['list-10k', find(cells, 'list-10k', 'bare'), 'bare Fastify sending the same bytes', 0.8]
+  ] as const
+  for (const [workload, bare, what, wanted] of againstBare) {
+    const service = find(cells, workload, engine)
+    if (service === undefined) continue
+    const target = `${workload}: ${what}, CPU per answer ÷ the service's ≥ ${wanted}`
+    const r = cpuRatio(bare, service)
+    if (r === undefined) {
+      results.push({ target, measured: `not measured (add ${workload === 'list-10k' ? '`bare`' : '`ceiling`'} to --configs)`, met: undefined })
+      continue
+    }
+    const floor = find(cells, workload, 'floor')
+    const floorRatio = cpuRatio(bare, floor)
+    results.push({
+      target,
+      measured: `${x(r)} (${us(bare!)} vs ${us(service)} µs)${floorRatio === undefined ? '' : `; the floor: ${x(floorRatio)} (${us(floor!)} µs)`}`,
+      met: r >= wanted
+    })
+  }
+  const stall = find(cells, 'stall-100k', engine)
+  const polled = stall?.samples.flatMap((s) => s.healthz === undefined ? [] : [s.healthz]) ?? []
+  if (polled.length > 0) {
+    const longest = Math.max(...polled.map((h) => h.max))
+    const polls = polled.reduce((n, h) => n + h.polls, 0)
+    const errors = polled.reduce((n, h) => n + h.errors, 0)
+    results.push({
+      target: 'stall-100k (PATCH and GET list alternating, 100,000 entries): longest /healthz wait ≤ 20 ms',
+      measured: `${ms(longest)} (p99 ${ms(median(polled.map((h) => h.p99)))}, median of rounds; ${polls} polls${errors > 0 ? `, ${errors} failed` : ''})`,
+      met: errors === 0 && longest <= 20
+    })
+  }
+  return results
+}
+
+/** One column of the per-stage account: a workload on one process, with its profile's stage times. */
+export interface StageColumn {
+  title: string
+  /** Median server CPU per request of the cell, µs. */
+  cpuPerRequest: number
+  account: StageAccount
+  /** CPU time of the process over the same windows, µs (to say how much of it the main thread's samples cover). */
+  cpuUs: number
+}
+
+/** Rows of the per-stage account: µs of CPU per request per stage (its share of busy samples × CPU µs per request). */
+export function stageRows (columns: StageColumn[]): string[][] {
+  const perRequest = (c: StageColumn, t: number) => c.account.busyUs === 0 ? '—' : (t / c.account.busyUs * c.cpuPerRequest).toFixed(1)
+  return [
+    ['stage', ...columns.map((c) => c.title)],
+    ...STAGES.map((stage) => [stage, ...columns.map((c) => perRequest(c, c.account.byStage[stage]))]),
+    ['CPU µs/req (all stages)', ...columns.map((c) => c.cpuPerRequest.toFixed(1))],
+    ['main thread busy / process CPU', ...columns.map((c) => c.cpuUs === 0 ? '—' : `${(100 * c.account.busyUs / c.cpuUs).toFixed(0)}%`)]
+  ]
+}
+
+export function stageText (columns: StageColumn[]): string {
+  const rows = stageRows(columns)
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+  return rows.map((r) => r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  ')).join('\n')
+}
+
+export function stageMarkdown (columns: StageColumn[]): string {
+  const rows = stageRows(columns)
+  return [rows[0]!, rows[0]!.map((_, i) => i === 0 ? '---' : '---:'), ...rows.slice(1)].map((r) => `| ${r.join(' | ')} |`).join('\n')
 }
