@@ -78,3 +78,14 @@ t.test('the child is built on the first line at an enabled level, once, with the
   const last = lines.at(-1)
   t.same([last?.reqId, last?.part, last?.msg], ['r2', 'x', 'from a grandchild'], 'a child of the request logger keeps the request id')
 })
+
+t.test('with logging off (Fastify\'s own logger, not pino) requests are answered as before', async (t) => {
+  const config = loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'quiet.db')}` })
+  const server = Fastify({ ...serverOptions(config), logger: false })
+  t.teardown(() => server.close())
+  server.addHook('onRequest', async (request) => { request.log.warn('goes nowhere') })
+  await server.register(app, { config })
+  const res = await server.inject({ url: '/healthz' })
+  checkResponse('GET', '/healthz', res)
+  t.equal(res.statusCode, 200, 'answered; the request logger of a logger that is not pino is Fastify\'s own child')
+})
