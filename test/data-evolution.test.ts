@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto'
-import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import t from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { projectRoot } from '../src/contract/paths.js'
 import { issueApiKey } from '../src/repositories/api-keys.js'
 import { createPostgresStore } from '../src/store/postgres/index.js'
 import { tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
 import { adminQuery, createTestSchema } from './helpers/postgres.js'
+import { copyProject, headers, json, npmScript, ref, timed as timedStep } from './helpers/project-copy.js'
 import { type ServerProcess, startServer } from './helpers/server-process.js'
 
 // Issue 20, "Proof": on a copy of the project, a write operation backed by a new table is added
@@ -30,11 +30,7 @@ const postgresDown = await adminQuery('SELECT 1').then(() => false, (error: unkn
   `PostgreSQL at 127.0.0.1:5432 is unreachable (${error instanceof Error ? error.message : String(error)})`)
 if (postgresDown !== false) t.comment(`skipped: ${postgresDown}`)
 
-const copy = tempDir(t)
-for (const entry of ['openapi.yaml', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'handlers', 'scripts', 'test']) {
-  cpSync(join(projectRoot, entry), join(copy, entry), { recursive: true })
-}
-symlinkSync(realpathSync(join(projectRoot, 'node_modules')), join(copy, 'node_modules'))
+const copy = copyProject(t, ['openapi.yaml', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'handlers', 'scripts', 'test'])
 
 /** Every file of the copy and a digest of its content. */
 function contents (dir = copy, found = new Map<string, string>()): Map<string, string> {
@@ -48,8 +44,7 @@ function contents (dir = copy, found = new Map<string, string>()): Map<string, s
 }
 const before = contents()
 
-const npm = (script: string, ...args: string[]) =>
-  run('sh', ['-c', `cd "${copy}" && npm run -s ${script}${args.length > 0 ? ' -- ' + args.join(' ') : ''}`], {}, 240_000)
+const npm = (script: string, ...args: string[]) => npmScript(copy, script, ...args)
 const read = (file: string) => readFileSync(join(copy, file), 'utf8')
 const write = (file: string, content: string) => {
   mkdirSync(join(copy, file, '..'), { recursive: true })
@@ -63,15 +58,7 @@ const insert = (file: string, after: RegExp, text: string) => {
   const at = match.index + match[0].length
   write(file, source.slice(0, at) + text + source.slice(at))
 }
-const timed = async <T> (step: string, work: () => Promise<T>): Promise<T> => {
-  const started = Date.now()
-  try { return await work() } finally { t.comment(`${step}: ${((Date.now() - started) / 1000).toFixed(1)} s`) }
-}
-
-const ref = (name: string) => ({ $ref: `#/components/responses/${name}` })
-const headers = Object.fromEntries(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']
-  .map((name) => [name, { $ref: `#/components/headers/${name}` }]))
-const json = (schema: Json) => ({ 'application/json': { schema } })
+const timed = <T> (step: string, work: () => Promise<T>) => timedStep(t, step, work)
 const id = { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }
 const everyOperation = {
   400: ref('BadRequest'), 401: ref('Unauthorized'), 404: ref('NotFound'), 405: ref('MethodNotAllowed'), 429: ref('TooManyRequests'), 500: ref('InternalError'), 503: ref('ServiceUnavailable')

@@ -5,9 +5,10 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { projectRoot } from '../src/contract/paths.js'
 import { type Teardown, tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
+import { typescriptArgs } from './helpers/node-args.js'
 import { isStub, operations } from './helpers/surface.js'
 
-const generate = (...args: string[]) => run(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'generate.ts'), ...args], {})
+const generate = (...args: string[]) => run(process.execPath, [...typescriptArgs, join(projectRoot, 'scripts', 'generate.ts'), ...args], {})
 
 type Spec = { paths: Record<string, Record<string, Record<string, unknown>>> }
 

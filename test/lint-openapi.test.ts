@@ -5,11 +5,12 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { openapiPath, projectRoot } from '../src/contract/paths.js'
 import { tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
+import { typescriptArgs } from './helpers/node-args.js'
 import { operations } from './helpers/surface.js'
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any -- free edits of a parsed document
 
-const lint = (file?: string) => run(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'lint-openapi.ts'), ...(file === undefined ? [] : [file])], {})
+const lint = (file?: string) => run(process.execPath, [...typescriptArgs, join(projectRoot, 'scripts', 'lint-openapi.ts'), ...(file === undefined ? [] : [file])], {})
 
 // The operations the tests below break on purpose. The copies keep only these, so that the
 // problems reported are the same whatever operations openapi.yaml gains.

@@ -1,10 +1,10 @@
-import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { projectRoot } from '../src/contract/paths.js'
 import { tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
+import { copyProject, headers, json, npmScript, ref, timed as timedStep } from './helpers/project-copy.js'
 import { isStub, operations } from './helpers/surface.js'
 import { type ServerProcess, startServer } from './helpers/server-process.js'
 
@@ -19,15 +19,16 @@ t.setTimeout(600_000)
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any -- free edits of a parsed document
 
-const copy = tempDir(t)
-for (const entry of ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'handlers', 'scripts']) {
-  cpSync(join(projectRoot, entry), join(copy, entry), { recursive: true })
-}
-symlinkSync(realpathSync(join(projectRoot, 'node_modules')), join(copy, 'node_modules'))
+const copy = copyProject(t, ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'handlers', 'scripts'])
+// The copy's compiler runs build on each other's work (tsc --incremental: the same errors, found
+// again only in the files an edit can change), as an editor's watch would.
+const tsconfig = JSON.parse(readFileSync(join(copy, 'tsconfig.json'), 'utf8')) as { compilerOptions: Json }
+tsconfig.compilerOptions.incremental = true
+tsconfig.compilerOptions.tsBuildInfoFile = 'typecheck.tsbuildinfo'
+writeFileSync(join(copy, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2))
 
 /** An npm script of the copy, run there as a user would. */
-const npm = (script: string, ...args: string[]) =>
-  run('sh', ['-c', `cd "${copy}" && npm run -s ${script}${args.length > 0 ? ' -- ' + args.join(' ') : ''}`], {}, 240_000)
+const npm = (script: string, ...args: string[]) => npmScript(copy, script, ...args)
 const shell = (command: string) => run('sh', ['-c', `cd "${copy}" && ${command}`], {})
 const write = (file: string, content: string) => {
   mkdirSync(join(copy, file, '..'), { recursive: true })
@@ -44,15 +45,7 @@ const errorsByFile = (output: string) => {
   for (const [line, file] of output.matchAll(/^(\S+?)\(\d+,\d+\): error TS\d+: .*$/gm)) files.set(file!, [...files.get(file!) ?? [], line])
   return files
 }
-const timed = async <T> (step: string, work: () => Promise<T>): Promise<T> => {
-  const started = Date.now()
-  try { return await work() } finally { t.comment(`${step}: ${((Date.now() - started) / 1000).toFixed(1)} s`) }
-}
-
-const ref = (name: string) => ({ $ref: `#/components/responses/${name}` })
-const headers = Object.fromEntries(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']
-  .map((name) => [name, { $ref: `#/components/headers/${name}` }]))
-const json = (schema: Json) => ({ 'application/json': { schema } })
+const timed = <T> (step: string, work: () => Promise<T>) => timedStep(t, step, work)
 const requestId = { $ref: '#/components/parameters/RequestId' }
 const everyOperation = {
   400: ref('BadRequest'), 401: ref('Unauthorized'), 405: ref('MethodNotAllowed'), 429: ref('TooManyRequests'), 500: ref('InternalError'), 503: ref('ServiceUnavailable')

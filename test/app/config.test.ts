@@ -6,6 +6,7 @@ import t from 'tap'
 import { ConfigError, loadConfig, maskPassword } from '../../src/config.js'
 import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
+import { typescriptArgs } from '../helpers/node-args.js'
 
 t.test('loadConfig defaults are those of README.md (Configuration)', async (t) => {
   const config = loadConfig({})
@@ -211,7 +212,7 @@ t.test('a TRUST_PROXY list gives Fastify the client address behind the listed pr
 
 /** Runs the real server entry point and collects its output (it is expected to exit by itself). */
 function runServer (env: Record<string, string>): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'server.ts')], {
+  const child = spawn(process.execPath, [...typescriptArgs, join(projectRoot, 'src', 'server.ts')], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe']

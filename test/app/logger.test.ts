@@ -9,6 +9,7 @@ import t from 'tap'
 import { projectRoot } from '../../src/contract/paths.js'
 import { loggerOptions } from '../../src/logger.js'
 import { tempDir } from '../helpers/app.js'
+import { typescriptArgs } from '../helpers/node-args.js'
 
 t.test('the decision: pino-pretty for a terminal outside production, JSON lines otherwise', async (t) => {
   for (const [nodeEnv, tty, pretty] of [
@@ -34,7 +35,7 @@ const noScript = existsSync(SCRIPT) ? false : `${SCRIPT} (util-linux) is missing
 
 t.test('the server in a terminal (script gives it a pseudo-terminal) prints readable lines', { skip: noScript }, async (t) => {
   // exec: the server is script's own child, which script ends when it is sent SIGTERM.
-  const command = `exec ${JSON.stringify(process.execPath)} --import tsx ${JSON.stringify(join(projectRoot, 'src', 'server.ts'))}`
+  const command = ['exec', process.execPath, ...typescriptArgs, join(projectRoot, 'src', 'server.ts')].map((word, i) => i === 0 ? word : JSON.stringify(word)).join(' ')
   const child = spawn(SCRIPT, ['-q', '-f', '-e', '-c', command, '/dev/null'], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATABASE_URL: `sqlite:${join(tempDir(t), 'tty.db')}` },

@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { cpSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import t from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { projectRoot } from '../../src/contract/paths.js'
-import { tempDir } from '../helpers/app.js'
 import { freePort } from '../helpers/ports.js'
+import { copyProject } from '../helpers/project-copy.js'
 import { isStub, operations } from '../helpers/surface.js'
 
 // npm run dev on a copy of the project: an operation added to openapi.yaml is generated and
@@ -15,11 +14,7 @@ import { isStub, operations } from '../helpers/surface.js'
 // Slow: the type check runs once over the copy (20 to 35 s on a busy 2-core machine).
 t.setTimeout(300_000)
 
-const copy = tempDir(t)
-for (const entry of ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'handlers', 'scripts']) {
-  cpSync(join(projectRoot, entry), join(copy, entry), { recursive: true })
-}
-symlinkSync(realpathSync(join(projectRoot, 'node_modules')), join(copy, 'node_modules'))
+const copy = copyProject(t, ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'handlers', 'scripts'])
 
 /** The lines of the dev process's output, and a wait for the first one (from `from` on) that matches. */
 function watchOutput (input: NodeJS.ReadableStream) {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, type InjectOptions } from 'fastify'
@@ -6,6 +6,8 @@ import type { Response as InjectResponse } from 'light-my-request'
 import app, { type AppOptions, serverOptions } from '../../src/app.js'
 import { type Config, loadConfig } from '../../src/config.js'
 import { issueApiKey } from '../../src/repositories/api-keys.js'
+import { createSqliteStore } from '../../src/store/sqlite/index.js'
+import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import type { Store } from '../../src/store/types.js'
 import { checkResponse, document } from './contract.js'
 import { createTestSchema } from './postgres.js'
@@ -42,16 +44,51 @@ export interface TestAppOptions extends Omit<AppOptions, 'config'> {
 /** The engine test apps use unless a test names one: `TEST_DATABASE=postgres npx tap …` runs them on PostgreSQL. */
 export const defaultTestDatabase = (): 'sqlite' | 'postgres' => process.env.TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite'
 
+// SQLite databases as a new app leaves them once started (migrated; seeded with the demo
+// catalogue unless SEED=false), made once per test process and copied for each test app: the
+// app's own start then finds the schema up to date and the catalogue there, as on a second start.
+let templateDir: string | undefined
+const sqliteTemplates = new Map<boolean, Promise<string>>()
+
+function sqliteTemplate (seed: boolean): Promise<string> {
+  let template = sqliteTemplates.get(seed)
+  if (template === undefined) {
+    if (templateDir === undefined) {
+      const dir = mkdtempSync(join(tmpdir(), 'petstore-template-'))
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+      templateDir = dir
+    }
+    const file = join(templateDir, seed ? 'seeded.db' : 'empty.db')
+    template = (async () => {
+      // What src/plugins/app/storage.ts does on an app's first start.
+      const store = createSqliteStore(file)
+      try {
+        await store.migrate()
+        if (seed) await store.importCatalogue(demoCatalogue)
+      } finally {
+        await store.close()
+      }
+      return file
+    })()
+    sqliteTemplates.set(seed, template)
+  }
+  return template
+}
+
 /** The environment for a throwaway database of the engine, unless the test gives its own DATABASE_URL. */
 async function throwawayDatabase (t: Teardown, database: 'sqlite' | 'postgres', env: Record<string, string> | undefined): Promise<Record<string, string>> {
   if (env?.DATABASE_URL !== undefined) return {}
   if (database === 'postgres') return { DATABASE_URL: (await createTestSchema(t)).url(), DATABASE_POOL_MAX: '4' }
-  return { DATABASE_URL: `sqlite:${join(tempDir(t), 'test.db')}` }
+  const file = join(tempDir(t), 'test.db')
+  const url = `sqlite:${file}`
+  copyFileSync(await sqliteTemplate(loadConfig({ LOG_LEVEL: 'silent', ...env, DATABASE_URL: url }).seed), file)
+  return { DATABASE_URL: url }
 }
 
 /**
  * A fresh app on its own throwaway database (seeded with the demo catalogue unless SEED=false):
- * a SQLite file in a temporary directory, or a PostgreSQL schema with a random name, dropped after.
+ * a SQLite file in a temporary directory (a copy of the process's template, above), or a
+ * PostgreSQL schema with a random name, dropped after.
  */
 export async function buildTestApp (t: Teardown, options: TestAppOptions = {}): Promise<TestApp> {
   const { env, database = defaultTestDatabase(), logger, ...appOptions } = options

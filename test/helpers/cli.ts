@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { projectRoot } from '../../src/contract/paths.js'
 import { createStore } from '../../src/store/create-store.js'
+import { typescriptArgs } from './node-args.js'
 
 export interface CliResult {
   code: number | null
@@ -27,9 +28,9 @@ export function run (command: string, args: string[], env: Record<string, string
   })
 }
 
-/** Runs src/cli/<name>.ts through tsx, as `npm run keys --` / `npm run db:…` would run its build. */
+/** Runs src/cli/<name>.ts (its TypeScript, as the tests run), as `npm run keys --` / `npm run db:…` would run its build. */
 export const runCli = (name: 'keys' | 'db', args: string[], env: Record<string, string>) =>
-  run(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'cli', `${name}.ts`), ...args], env)
+  run(process.execPath, [...typescriptArgs, join(projectRoot, 'src', 'cli', `${name}.ts`), ...args], env)
 
 /** Creates the database of `databaseUrl` with its schema, as `db migrate` does, without a process of its own. */
 export async function migrateDatabase (databaseUrl: string): Promise<void> {

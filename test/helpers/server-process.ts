@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { projectRoot } from '../../src/contract/paths.js'
 import type { Teardown } from './app.js'
+import { typescriptArgs } from './node-args.js'
 
 export interface ServerProcess {
   child: ChildProcess
@@ -18,12 +19,12 @@ export interface ServerProcess {
 }
 
 /**
- * Starts src/server.ts as a real process (through tsx) on a free port and waits until it listens.
+ * Starts src/server.ts as a real process (its TypeScript run as the tests run, node-args.ts) on a free port and waits until it listens.
  * The process is killed in teardown if the test has not stopped it.
  */
 export async function startServer (t: Teardown, env: Record<string, string>, timeoutMs = 30_000, entry = join(projectRoot, 'src', 'server.ts')): Promise<ServerProcess> {
   // `entry` may be the compiled dist/src/server.js, which is what `npm start` runs.
-  const args = entry.endsWith('.ts') ? ['--import', 'tsx', entry] : [entry]
+  const args = entry.endsWith('.ts') ? [...typescriptArgs, entry] : [entry]
   const child = spawn(process.execPath, args, {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },

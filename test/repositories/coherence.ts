@@ -12,6 +12,7 @@ import type { ListJson, Store } from '../../src/store/types.js'
 import { createPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { tempDir } from '../helpers/app.js'
+import { typescriptArgs } from '../helpers/node-args.js'
 import { createTestSchema } from '../helpers/postgres.js'
 import { seededRandom } from '../helpers/random.js'
 
@@ -57,7 +58,7 @@ const instance = (store: Store): RunInstance => {
 
 /** An instance in a process of its own (coherence-process.ts), on the same SQLite file. */
 async function otherProcess (t: Test, file: string): Promise<RunInstance> {
-  const child = fork(join(import.meta.dirname, 'coherence-process.ts'), [file], { execArgv: ['--import', 'tsx'] })
+  const child = fork(join(import.meta.dirname, 'coherence-process.ts'), [file], { execArgv: typescriptArgs })
   t.teardown(async () => { if (child.connected) { child.disconnect(); await once(child, 'exit') } })
   await once(child, 'message')
   let next = 0

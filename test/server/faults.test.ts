@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline'
 import t from 'tap'
 import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
+import { typescriptArgs } from '../helpers/node-args.js'
 import { startServer } from '../helpers/server-process.js'
 
 /** Resolves with the exit code or signal, or with 'still running' if the process outlives the deadline. */
@@ -67,7 +68,7 @@ const noPty = python ? false : 'python3 is missing: it gives the server a pseudo
 
 t.test('a terminal hang-up (SIGHUP, then EIO on every write) drains and exits 0 without spinning', { skip: noPty }, async (t) => {
   const dir = tempDir(t)
-  const helper = spawn('python3', [join(projectRoot, 'test', 'helpers', 'pty-hangup.py'), process.execPath, '--import', 'tsx', join(projectRoot, 'src', 'server.ts')], {
+  const helper = spawn('python3', [join(projectRoot, 'test', 'helpers', 'pty-hangup.py'), process.execPath, ...typescriptArgs, join(projectRoot, 'src', 'server.ts')], {
     cwd: projectRoot,
     // Outside production and on a terminal: the pretty-printed log, the case that used to spin.
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATABASE_URL: `sqlite:${join(dir, 'tty.db')}` },

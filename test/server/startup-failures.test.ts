@@ -5,10 +5,11 @@ import t from 'tap'
 import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
+import { typescriptArgs } from '../helpers/node-args.js'
 
 // docs/operations.md (configuration): a start-up failure prints one line saying what failed and what to check, exits 1.
 const startServer = (env: Record<string, string>) =>
-  run(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'server.ts')], { LOG_LEVEL: 'silent', SEED: 'false', ...env }, 60_000)
+  run(process.execPath, [...typescriptArgs, join(projectRoot, 'src', 'server.ts')], { LOG_LEVEL: 'silent', SEED: 'false', ...env }, 60_000)
 
 function oneLine (t: Pick<typeof import('tap').default, 'equal' | 'match' | 'notMatch'>, stderr: string, pattern: RegExp): void {
   const lines = stderr.split('\n').filter((line) => line.trim() !== '')
