@@ -32,6 +32,9 @@ export interface StartOptions {
 // The tests' helper: one definition of how a free loopback port is found.
 export { freePort }
 
+/** How long a server may take to answer /healthz after it was started. */
+const START_TIMEOUT_MS = 180_000
+
 export async function startServer (options: StartOptions): Promise<ServerHandle> {
   const port = await freePort()
   const nodeArgs = options.entry.endsWith('.ts') ? ['--import', 'tsx'] : []
@@ -51,7 +54,10 @@ export async function startServer (options: StartOptions): Promise<ServerHandle>
   const exited = once(child, 'exit')
   const baseUrl = `http://127.0.0.1:${port}`
 
-  const deadline = Date.now() + 60_000
+  // Every server of a run starts at once, pinned to the one server core, while the later datasets
+  // are still being filled: a --quick run with every configuration starts about 30 processes
+  // there. 60 s was too short for that in CI (a healthy sqlite-100 was killed unanswered).
+  const deadline = Date.now() + START_TIMEOUT_MS
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${options.name} exited before it was ready; see ${logFile}`)
     try {
@@ -60,7 +66,7 @@ export async function startServer (options: StartOptions): Promise<ServerHandle>
     } catch { /* not listening yet */ }
     if (Date.now() > deadline) {
       child.kill('SIGKILL')
-      throw new Error(`${options.name} did not answer /healthz within 60 s; see ${logFile}`)
+      throw new Error(`${options.name} did not answer /healthz within ${START_TIMEOUT_MS / 1000} s; see ${logFile}`)
     }
     await sleep(100)
   }
