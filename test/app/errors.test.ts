@@ -1,20 +1,8 @@
-import { Writable } from 'node:stream'
 import t from 'tap'
 import { API_PREFIX, methodsByPath, operations, sampleUrl } from '../helpers/surface.js'
 import { buildTestApp } from '../helpers/app.js'
 import { expectError } from '../helpers/assertions.js'
-
-/** A pino destination that keeps every log line, parsed. */
-function logCapture () {
-  const lines: Record<string, unknown>[] = []
-  const stream = new Writable({
-    write (chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>)
-      done()
-    }
-  })
-  return { lines, stream }
-}
+import { logCapture } from '../helpers/log-capture.js'
 
 const json = { 'content-type': 'application/json' }
 

@@ -4,7 +4,6 @@
  * request first logs at an enabled level.
  */
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import Fastify from 'fastify'
 import t from 'tap'
 import app, { serverOptions } from '../../src/app.js'
@@ -12,21 +11,11 @@ import { loadConfig } from '../../src/config.js'
 import { requestLogger } from '../../src/logger.js'
 import { tempDir } from '../helpers/app.js'
 import { checkResponse } from '../helpers/contract.js'
-
-function capture () {
-  const lines: Record<string, unknown>[] = []
-  const stream = new Writable({
-    write (chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>)
-      done()
-    }
-  })
-  return { lines, stream }
-}
+import { logCapture } from '../helpers/log-capture.js'
 
 t.test('through the service: a line at an enabled level carries the request id and is redacted; below the level nothing is written', async (t) => {
   const config = loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'log.db')}`, LOG_LEVEL: 'warn' })
-  const { lines, stream } = capture()
+  const { lines, stream } = logCapture()
   const options = serverOptions(config)
   const server = Fastify({ ...options, logger: { ...options.logger as object, stream } })
   t.teardown(() => server.close())
@@ -48,7 +37,7 @@ t.test('through the service: a line at an enabled level carries the request id a
 })
 
 t.test('the child is built on the first line at an enabled level, once, with the bindings and options Fastify gave', async (t) => {
-  const { lines, stream } = capture()
+  const { lines, stream } = logCapture()
   type Logger = Parameters<typeof requestLogger>[0]
   const logger = Fastify({ logger: { level: 'warn', stream } }).log as unknown as Logger
   // Counts the children asked of it (an own `child` on the logger itself would be inherited by
