@@ -195,10 +195,11 @@ export class KeyGuard {
 interface Entry<V> { value: V, expiresAt: number }
 
 /**
- * The key guard's memory: a Map whose entries expire, holding at most `maxEntries`: when full, the entry written longest
- * ago is dropped, so what clients send can never grow it further. Expired entries are dropped when
- * read, and by `sweep`, which inspects at most `sweepBatch` entries per call and resumes where the
- * last call stopped, so no call holds the event loop for long however many entries there are.
+ * The key guard's memory: a Map whose entries expire, holding at most `maxEntries`: when full, the
+ * entry written longest ago is dropped, so what clients send can never grow it further. Expired
+ * entries are dropped when read, and by `sweep`, which inspects at most `sweepBatch` entries per
+ * call and resumes where the last call stopped, so no call holds the event loop for long however
+ * many entries there are.
  */
 export class ExpiringMap<K, V> {
   private readonly entries = new Map<K, Entry<V>>()
