@@ -23,7 +23,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { projectRoot } from '../src/contract/paths.js'
 import { compare, comparisonLines, describeCheckout, markdownComparison } from './lib/baseline.js'
 import { encodeCursor } from '../src/contract/paging.js'
-import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, type OrderStock, placedOrderIds, plainOrderCount, postgresBackends, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
+import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, type OrderStock, placedOrderIds, plainOrderCount, postgresBackends, postgresConnectionRoom, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
 import { type Cell, type ConfigId, configTitles, evaluateFloorTargets, evaluateReferences, evaluateScaleTargets, type FocusedResults, isBare, evaluateTargets, type ListWritesResult, type RevocationResult, markdownReferences, markdownTable, markdownTargets, referenceLines, type StageColumn, stageMarkdown, stageText, summarize, targetLines, textTable } from './lib/report.js'
@@ -332,6 +332,28 @@ const isOrderDataset = (id: string): id is keyof typeof orderDatasets => Object.
 
 const keys = new Map<string, string>()
 const serviceEnv = { SEED: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production' }
+
+// Every service on PostgreSQL stays up for the whole run (the rounds interleave the workloads), and
+// each holds its pool plus one listening connection. A full run starts about eleven of them: with
+// the default pool of 10 that is more than the 97 connections a stock PostgreSQL accepts, and the
+// last pools to fill were refused ("too many clients"). So the pools share what is free, less a
+// margin for this runner's own short connections (seeding, the backends' CPU), and the report says
+// when a pool is smaller than the service's default.
+const POOL_DEFAULT = 10
+const RUNNER_CONNECTIONS = 4
+const pgInstances = datasetIds.filter((id) => needed('postgres', id)).length +
+  datasetIds.filter((id) => needed('pg-redis', id)).length + 2 * datasetIds.filter((id) => needed('nginx', id)).length
+let pgPoolMax = POOL_DEFAULT
+if (pgInstances > 0) {
+  const room = await postgresConnectionRoom(adminPgUrl)
+  pgPoolMax = Math.min(POOL_DEFAULT, Math.floor((room - RUNNER_CONNECTIONS) / pgInstances) - 1)
+  if (pgPoolMax < 1) {
+    await cleanup()
+    throw new Error(`PostgreSQL accepts ${room} more connections: too few for ${pgInstances} services (run fewer workloads with --only, or raise max_connections)`)
+  }
+  if (pgPoolMax < POOL_DEFAULT) note(`each of the ${pgInstances} services on PostgreSQL runs with DATABASE_POOL_MAX=${pgPoolMax} (default ${POOL_DEFAULT}): PostgreSQL accepts ${room} more connections`)
+}
+const pgServiceEnv = { ...serviceEnv, DATABASE_POOL_MAX: String(pgPoolMax) }
 const profileDir = args.profile ? join(outDir, 'profiles') : undefined
 // Only this run's profiles get summarised at the end.
 if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true })
@@ -409,7 +431,7 @@ for (const id of datasetIds) {
     pgDatabases.push(name)
     pgDatabaseOf.set(`postgres-${id}`, name)
     keys.set(`postgres-${id}`, await seedDatabase(url, size, stock))
-    starting(startServer({ name: `postgres-${id}`, entry: serviceEntry, env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${id}`) })
+    starting(startServer({ name: `postgres-${id}`, entry: serviceEntry, env: { ...pgServiceEnv, DATABASE_URL: url }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, `postgres-${id}`) })
       .then((s) => { servers.set(s.name, s) }))
   }
   // Scale-out: each configuration on a database of its own; the two instances behind nginx share
@@ -421,7 +443,7 @@ for (const id of datasetIds) {
     pgDatabases.push(name)
     pgDatabaseOf.set(`${config}-${id}`, name)
     keys.set(`${config}-${id}`, await seedDatabase(url, size, stock))
-    const env = { ...serviceEnv, DATABASE_URL: url, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }
+    const env = { ...pgServiceEnv, DATABASE_URL: url, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }
     const start = (instance: string, extra: Record<string, string> = {}) =>
       startServer({ name: instance, entry: serviceEntry, env: { ...env, ...extra }, cwd: projectRoot, logDir, core: serverCore, cpuProfileDir: profileDir && join(profileDir, instance) })
         .then((s) => { servers.set(s.name, s); return s })

@@ -109,6 +109,24 @@ export async function postgresBackends (adminUrl: string, database: string): Pro
   }
 }
 
+/**
+ * How many more connections PostgreSQL accepts now: `max_connections`, less the slots kept for
+ * superusers and those already open (other programs on the machine count too).
+ */
+export async function postgresConnectionRoom (adminUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: adminUrl })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ room: number }>(`SELECT current_setting('max_connections')::int
+      - current_setting('superuser_reserved_connections')::int
+      - (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') AS room`)
+    // This client's own connection closes when the query is answered.
+    return rows[0]!.room + 1
+  } finally {
+    await client.end()
+  }
+}
+
 /** Creates a database of its own for one dataset; returns its URL. */
 export async function createPostgresDatabase (adminUrl: string, name: string): Promise<string> {
   const client = new pg.Client({ connectionString: adminUrl })
