@@ -1,3 +1,4 @@
+import { ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import type { JsonListVersion } from './json-list.js'
 
@@ -38,13 +39,38 @@ export class JsonText<T = unknown> {
  * from the body without reading it.
  */
 export class JsonListStream extends Readable {
+  private pushed = false
+
   constructor (readonly list: JsonListVersion) {
     super()
   }
 
   override _read (): void {
-    for (const part of this.list.parts) this.push(part)
+    if (!this.pushed) {
+      this.pushed = true
+      for (const part of this.list.parts) this.push(part)
+    }
     this.push(null)
+  }
+
+  /**
+   * Fastify sends a stream body with `pipe(response)`. Readable's own pipe waits for 'drain'
+   * after every write the socket buffers, so a body of 100 parts (100,000 entries, 5 MB) went out
+   * as some 100 writes spread over as many event-loop turns: 4.0 ms of server CPU per GET against
+   * 2.2 ms for the same bytes as one Buffer. The parts are in memory already, so waiting gains
+   * nothing: they are written at once, Node's response corks the socket for the tick, and they
+   * leave in one writev; libuv sends the rest as the socket drains, with no JavaScript in between.
+   * Any other destination, or a stream already read from, gets Readable's own pipe.
+   */
+  override pipe<T extends NodeJS.WritableStream> (destination: T, options?: { end?: boolean }): T {
+    if (this.pushed || !(destination instanceof ServerResponse)) return super.pipe(destination, options)
+    this.pushed = true
+    for (const part of this.list.parts) destination.write(part)
+    if (options?.end !== false) destination.end()
+    // Ends this stream too, as a pipe that had read it all would (Fastify waits for its end).
+    this.push(null)
+    this.resume()
+    return destination
   }
 }
 

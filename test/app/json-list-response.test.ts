@@ -1,10 +1,12 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import t from 'tap'
 import { loadDocument } from '../../src/contract/document.js'
 import { ResponseValidationError } from '../../src/contract/errors.js'
 import { JsonList, type JsonListVersion } from '../../src/contract/json-list.js'
-import { JsonText } from '../../src/contract/json-text.js'
-import { serializerCompiler } from '../../src/contract/validation.js'
+import { JsonListStream, JsonText } from '../../src/contract/json-text.js'
+import { SENDS_BEFORE_COPY, serializerCompiler } from '../../src/contract/validation.js'
 import { buildTestApp } from '../helpers/app.js'
 import { listTag } from '../helpers/entity-tag.js'
 
@@ -18,7 +20,7 @@ const schema = spec.paths['/inventory']!.get!.responses['200']!.content['applica
 
 const serializer = () => serializerCompiler({ schema, method: 'GET', url: '/v1/inventory', httpStatus: '200' } as never) as (data: unknown) => unknown
 const entry = (petId: number, quantity: number | string) => `{"petId":${petId},"quantity":${quantity},"status":"available"}`
-/** The serializer's result for a version: a stream of its parts the first time, one Buffer after. */
+/** The serializer's result for a version: a stream of its parts the first SENDS_BEFORE_COPY times, one Buffer after. */
 const serialized = (serialize: (data: unknown) => unknown, version: JsonListVersion) => serialize(new JsonText(version)) as Buffer | Readable
 async function send (serialize: (data: unknown) => unknown, version: JsonListVersion): Promise<Buffer> {
   const body = serialized(serialize, version)
@@ -33,7 +35,8 @@ t.test('every changed element is checked: an invalid one fails until it is repla
   const list = new JsonList()
   list.reset(Array.from({ length: 5000 }, (_, i) => [i + 1, entry(i + 1, 1)] as const))
   const first = list.version()
-  t.ok(serialized(serialize, first) instanceof Readable, 'sent first as a stream of the list\'s parts')
+  const sends = Array.from({ length: SENDS_BEFORE_COPY }, () => serialized(serialize, first))
+  t.ok(sends.every((body) => body instanceof Readable), `sent ${SENDS_BEFORE_COPY} times as a stream of the list's parts`)
   t.equal(serialized(serialize, first), first.bytes, 'then as the list\'s own bytes')
 
   list.set(2500, entry(2500, 4.5))
@@ -76,14 +79,16 @@ t.test('a schema with array constraints of its own is always checked in full', a
   t.throws(() => serialized(serialize, list.version()), /must NOT have more than 1 item/, 'two items where one is the most')
 })
 
-t.test('a list version sent first as a stream, then as one Buffer: the same bytes, Content-Length and ETag (derived from the body)', async (t) => {
+t.test('a list version sent as a stream, then as one Buffer: the same bytes, Content-Length and ETag (derived from the body)', async (t) => {
   const api = await buildTestApp(t, { logger: false })
   const headers = await api.authHeader('pro')
   const get = () => api.request({ method: 'GET', url: '/v1/inventory', headers })
   await get()
   const patched = await api.request({ method: 'PATCH', url: '/v1/inventory/3', headers: { ...headers, 'content-type': 'application/json' }, payload: { quantity: 41 } })
   t.equal(patched.statusCode, 200)
-  const [streamed, buffered] = [await get(), await get()]
+  const responses = []
+  for (let i = 0; i <= SENDS_BEFORE_COPY; i++) responses.push(await get())
+  const [streamed, buffered] = [responses[0]!, responses.at(-1)!]
   for (const [what, res] of [['streamed', streamed], ['buffered', buffered]] as const) {
     t.equal(res.statusCode, 200, what)
     t.equal(res.headers['content-length'], String(res.rawPayload.length), `${what}: Content-Length`)
@@ -94,4 +99,27 @@ t.test('a list version sent first as a stream, then as one Buffer: the same byte
   t.match(streamed.json(), [{}, {}, { petId: 3, quantity: 41 }])
   const unchanged = await api.request({ method: 'GET', url: '/v1/inventory', headers: { ...headers, 'if-none-match': String(buffered.headers.etag) } })
   t.equal(unchanged.statusCode, 304, 'its tag answers a conditional GET')
+})
+
+t.test('a streamed list is written to the response at once: its parts leave in one write, not one per turn', async (t) => {
+  const list = new JsonList(4)
+  list.reset(Array.from({ length: 200 }, (_, i) => [i + 1, entry(i + 1, i)] as const))
+  const version = list.version()
+  t.ok(version.parts.length > 20, `${version.parts.length} parts`)
+  let writtenDuringPipe = -1
+  const server = createServer((_request, response) => {
+    response.setHeader('content-length', String(version.byteLength))
+    let writes = 0
+    const write = response.write.bind(response) as (chunk: Buffer) => boolean
+    response.write = ((chunk: Buffer) => { writes++; return write(chunk) }) as typeof response.write
+    const stream = new JsonListStream(version)
+    stream.pipe(response)
+    // Readable's own pipe writes nothing before the next tick, then one part per 'drain'.
+    writtenDuringPipe = writes
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { server.close() })
+  const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
+  t.equal(Buffer.from(await res.arrayBuffer()).toString(), version.bytes.toString(), 'the whole list arrives')
+  t.equal(writtenDuringPipe, version.parts.length, 'every part was written before pipe() returned')
 })
