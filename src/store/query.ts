@@ -125,22 +125,3 @@ export function statement<A extends object, Q extends Compilable<unknown>> (
     compiled: (engine, args) => filled[engine](args)
   }
 }
-
-/**
- * A query whose shape depends on the call (filters that may be absent): built and compiled when
- * it runs. Executors cache what they prepare by SQL text, so each shape is prepared once.
- */
-export function dynamic<Q extends Compilable<unknown>> (name: string, build: (db: Kysely<Database>) => Q): Statement<Record<string, unknown>, Row<Q>> {
-  let changes: TableName[] | undefined
-  let tables: TableName[] | undefined
-  return {
-    name,
-    get changes () {
-      return (changes ??= tablesWritten(build(builders.sqlite).compile().query))
-    },
-    get tables () {
-      return (tables ??= tablesNamed(build(builders.sqlite).compile().query))
-    },
-    compiled: (engine) => build(builders[engine]).compile()
-  }
-}

@@ -12,7 +12,7 @@ function deepFreeze<T> (value: T): T {
 }
 
 /**
- * The current versions of the lists (inventory, orders), active keys by hash and pets by id, as
+ * The current version of the inventory list, active keys by hash and pets by id, as
  * last read: one in-memory lookup instead of a query per request. Only what exists is kept, and
  * each map is bounded. (A list whose stamp has changed is brought up to date by its LoggedList,
  * which re-reads only what changed.)
@@ -26,7 +26,7 @@ function deepFreeze<T> (value: T): T {
 export class ReadCaches {
   private inventoryWrites = 0
   private keyWrites = 0
-  private readonly lists = new StampedCache<'inventory' | 'orders', JsonListVersion>(2)
+  private readonly lists = new StampedCache<'inventory', JsonListVersion>(1)
   private readonly activeKeys = new StampedCache<string, ApiKeyRecord | undefined>(10_000)
   private readonly pets = new StampedCache<number, Pet | undefined>(10_000)
 
@@ -38,7 +38,7 @@ export class ReadCaches {
     if (what !== 'inventory') this.keyWrites++
   }
 
-  list (name: 'inventory' | 'orders', sync: () => JsonListVersion): JsonListVersion {
+  list (name: 'inventory', sync: () => JsonListVersion): JsonListVersion {
     return this.lists.get(this.changeCounter(), this.inventoryWrites, name, sync)
   }
 
