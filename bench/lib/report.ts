@@ -409,10 +409,11 @@ export function evaluateFloorTargets (cells: Cell[], engine: 'sqlite' | 'postgre
   const polledOf = (config: ConfigId) => find(cells, 'stall-100k', config)?.samples.flatMap((s) => s.healthz === undefined ? [] : [s.healthz]) ?? []
   const waits = (polled: HealthzStats[]) => {
     const errors = polled.reduce((n, h) => n + h.errors, 0)
+    const longest = Math.max(...polled.map((h) => h.max))
     return {
-      longest: Math.max(...polled.map((h) => h.max)),
+      longest,
       errors,
-      text: `${ms(Math.max(...polled.map((h) => h.max)))} (p99 ${ms(median(polled.map((h) => h.p99)))}, median of rounds; ${polled.reduce((n, h) => n + h.polls, 0)} polls${errors > 0 ? `, ${errors} failed` : ''})`
+      text: `${ms(longest)} (p99 ${ms(median(polled.map((h) => h.p99)))}, median of rounds; ${polled.reduce((n, h) => n + h.polls, 0)} polls${errors > 0 ? `, ${errors} failed` : ''})`
     }
   }
   const polled = polledOf(engine)
