@@ -11,14 +11,10 @@ import { loadConfig } from '../../src/config.js'
 import { requestLogger } from '../../src/logger.js'
 import { tempDir } from '../helpers/app.js'
 import { checkResponse } from '../helpers/contract.js'
-import { logCapture } from '../helpers/log-capture.js'
+import { logCapture, serverLoggingToCapture } from '../helpers/log-capture.js'
 
 t.test('through the service: a line at an enabled level carries the request id and is redacted; below the level nothing is written', async (t) => {
-  const config = loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'log.db')}`, LOG_LEVEL: 'warn' })
-  const { lines, stream } = logCapture()
-  const options = serverOptions(config)
-  const server = Fastify({ ...options, logger: { ...options.logger as object, stream } })
-  t.teardown(() => server.close())
+  const { server, config, lines } = serverLoggingToCapture(t, 'warn')
   server.addHook('onRequest', async (request) => {
     request.log.info('below the level')
     if (request.headers['x-log'] === 'yes') request.log.warn({ headers: request.headers }, 'logged on purpose')

@@ -3,34 +3,14 @@
  * at trace level, every line captured, while requests carry keys in every place a client might
  * put one, valid and invalid.
  */
-import { join } from 'node:path'
-import { Writable } from 'node:stream'
-import Fastify from 'fastify'
 import t from 'tap'
-import app, { serverOptions } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
+import app from '../../src/app.js'
 import { maskKeys } from '../../src/logger.js'
 import { issueApiKey } from '../../src/repositories/api-keys.js'
-import { tempDir } from '../helpers/app.js'
-
-/** A pino destination that keeps every line as written. */
-function logCapture () {
-  const lines: string[] = []
-  const stream = new Writable({
-    write (chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString().split('\n').filter((line) => line.trim() !== ''))
-      done()
-    }
-  })
-  return { lines, stream }
-}
+import { serverLoggingToCapture } from '../helpers/log-capture.js'
 
 t.test('no key material in any log line, whatever the request; the authorization header is censored where headers are logged', async (t) => {
-  const config = loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'log.db')}`, LOG_LEVEL: 'trace' })
-  const { lines, stream } = logCapture()
-  const options = serverOptions(config)
-  const server = Fastify({ ...options, logger: { ...options.logger as object, stream } })
-  t.teardown(() => server.close())
+  const { server, config, texts: lines } = serverLoggingToCapture(t, 'trace')
   // Code that logs a request's headers, as a debugging session might add.
   server.addHook('onRequest', async (request) => { request.log.info({ headers: request.headers }, 'headers seen') })
   server.addHook('onError', async (request, _reply, error) => { request.log.info({ req: request, err: error, request: { headers: request.headers } }, 'failed') })
