@@ -70,6 +70,19 @@ export function testClock (start = START): TestClock {
 export const minuteEnd = (ms: number) => Math.floor(ms / 60_000) * 60_000 + 60_000
 export const dayEnd = (ms: number) => Math.floor(ms / 86_400_000) * 86_400_000 + 86_400_000
 
+/**
+ * For tests on real processes, which count on the real clock: the minute windows are aligned to
+ * it (src/rate-limit/windows.ts), so a run of counted requests that straddles :00 starts again
+ * from a fresh count half-way. Waits for the next minute when fewer than `roomMs` are left in
+ * this one; returns how long it waited.
+ */
+export async function roomInThisMinute (roomMs: number): Promise<number> {
+  const left = minuteEnd(Date.now()) - Date.now()
+  if (left >= roomMs) return 0
+  await new Promise((resolve) => setTimeout(resolve, left + 20))
+  return left + 20
+}
+
 export interface LimitedAppOptions extends TestAppOptions {
   clock: TestClock
   /** Redis key prefix to share between instances; a fresh one when absent. */
