@@ -21,6 +21,26 @@ type JsonSchema = Record<string, unknown>
  * is refused, as an unknown body property is. Headers it does not declare are of course allowed.
  */
 const ajv = createAjv()
+
+/**
+ * Compiled validators by schema, as text. Fastify asks for one per route, part and status, and
+ * every app built in this process asks again for the same schemas: ajv's own cache goes by object
+ * identity, and fastify-openapi-glue hands over a fresh clone of the document at each
+ * registration. A server builds one app; the test suite builds hundreds, each of which compiled
+ * every schema of openapi.yaml anew (about 0.15 s of CPU per app).
+ */
+const compiled = new Map<string, ValidateFunction>()
+
+function compile (schema: JsonSchema): ValidateFunction {
+  const key = JSON.stringify(schema)
+  let validate = compiled.get(key)
+  if (validate === undefined) {
+    validate = ajv.compile(schema)
+    compiled.set(key, validate)
+  }
+  return validate
+}
+
 const PLAIN_DECIMAL = /^-?(0|[1-9][0-9]*)$/
 const JSON_NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/
 const SAFE_RANGE = `from ${-Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`
@@ -102,7 +122,7 @@ function textValidator (given: JsonSchema, part: TextPart) {
   const schema = part === 'headers'
     ? lowerCaseHeaderNames(given)
     : part === 'querystring' && given.additionalProperties === undefined ? { ...given, additionalProperties: false } : given
-  const validate = ajv.compile(schema)
+  const validate = compile(schema)
   const parsers = Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>)
     .map(([name, property]) => [name, parameterParser(property, part, `${part}/${name}`)] as const)
 
@@ -136,7 +156,7 @@ function textValidator (given: JsonSchema, part: TextPart) {
 export const validatorCompiler: FastifySchemaCompiler<FastifySchema> = ({ schema, httpPart }) => {
   const validator = httpPart === 'params' || httpPart === 'querystring' || httpPart === 'headers'
     ? textValidator(schema as JsonSchema, httpPart)
-    : ajv.compile(schema as JsonSchema)
+    : compile(schema as JsonSchema)
   return validator as ReturnType<FastifySchemaCompiler<FastifySchema>>
 }
 
@@ -195,9 +215,9 @@ function bodyOf (version: JsonListVersion): Buffer | Readable {
  * rebuilt, or too much changed) the new version is checked in full again.
  */
 export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ schema, method, url, httpStatus }) => {
-  const validate = ajv.compile(schema as JsonSchema)
+  const validate = compile(schema as JsonSchema)
   const items = itemsOnly(schema as JsonSchema)
-  const validateItem = items && ajv.compile(items)
+  const validateItem = items && compile(items)
   const fail = (detail: string) => new ResponseValidationError(`${method} ${url} ${httpStatus}: ${detail}`)
   const check = (data: unknown) => {
     if (!validate(data)) throw fail(ajv.errorsText(validate.errors, { dataVar: 'response' }))
