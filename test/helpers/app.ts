@@ -11,6 +11,7 @@ import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import type { Store } from '../../src/store/types.js'
 import { checkResponse, document } from './contract.js'
 import { createTestSchema } from './postgres.js'
+import './glue-validator.js'
 
 /** The part of a tap test the helpers need (teardown), so helpers stay independent of tap's types. */
 export interface Teardown { teardown (fn: () => unknown): void }
