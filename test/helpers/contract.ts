@@ -19,7 +19,7 @@ const ajv = createAjv()
 const API_PREFIX = '/v1'
 
 type Json = Record<string, unknown>
-// The document with its $refs resolved by the app's own loader (swagger-parser).
+// The document with its $refs resolved by the app's own loader (src/contract/document.ts).
 const spec = document.resolved as Json & { paths: Record<string, Record<string, Json>>, components: { schemas: Record<string, Json>, headers: Record<string, Json> } }
 
 const operations = Object.entries(spec.paths).flatMap(([path, item]) =>
