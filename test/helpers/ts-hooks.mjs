@@ -5,19 +5,21 @@
 // a second of CPU less for each test process and half of that for each process a test starts.
 // Registered by ts-register.mjs (.taprc's node-arg; test/helpers/node-args.ts for child processes).
 import { createHash } from 'node:crypto'
+import { createRequire } from 'node:module'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import process from 'node:process'
 import { fileURLToPath, URL } from 'node:url'
-import { transformSync, version } from 'esbuild'
 
 const projectRoot = fileURLToPath(new URL('../..', import.meta.url))
 const compilerOptions = JSON.parse(readFileSync(join(projectRoot, 'tsconfig.json'), 'utf8')).compilerOptions
 const options = { loader: 'ts', format: 'esm', target: 'node20', sourcemap: 'inline', tsconfigRaw: { compilerOptions } }
 const cacheDir = join(tmpdir(), `petstore-ts-cache-${process.getuid?.() ?? 'user'}`)
 mkdirSync(cacheDir, { recursive: true })
-const optionsKey = JSON.stringify([version, options])
+// esbuild itself is loaded on the first file not in the cache: most processes never need it.
+const esbuildVersion = createRequire(import.meta.url)('esbuild/package.json').version
+const optionsKey = JSON.stringify([esbuildVersion, options])
 
 const isProjectFile = (url) => url.startsWith('file:') && !url.includes('/node_modules/')
 
@@ -43,6 +45,7 @@ export async function load (url, context, next) {
   try {
     code = readFileSync(cached, 'utf8')
   } catch {
+    const { transformSync } = await import('esbuild')
     code = transformSync(source, { ...options, sourcefile: file }).code
     // Written aside then renamed, so that a process reading it at the same time sees all or nothing.
     const partial = `${cached}.${process.pid}.tmp`
