@@ -1,6 +1,7 @@
 // `node --import ./test/helpers/ts-register.mjs file.ts`: runs the project's TypeScript (ts-hooks.mjs).
 import { register } from 'node:module'
 import { sep } from 'node:path'
+import process from 'node:process'
 import { URL } from 'node:url'
 
 // Once hooks are registered, Node 20 sends every ES module import through the hooks' thread, a
