@@ -200,6 +200,21 @@ function bodyOf (version: JsonListVersion): Buffer | Readable {
 }
 
 /**
+ * Whether nothing in a value can change any more: every object in it is frozen. The stores freeze
+ * what they cache (src/store/sqlite/caches.ts, src/store/postgres/entry-cache.ts), so a pet read
+ * from the cache is the same frozen object, request after request; freezing cannot be undone, so
+ * a value found deeply frozen once stays so.
+ */
+function deeplyFrozen (value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return true
+  if (!Object.isFrozen(value)) return false
+  for (const child of Object.values(value)) {
+    if (!deeplyFrozen(child)) return false
+  }
+  return true
+}
+
+/**
  * Every response body is checked against its schema in openapi.yaml before it is sent. A body
  * outside its schema is a bug: it becomes a 500, never a silently reshaped response.
  *
@@ -213,6 +228,9 @@ function bodyOf (version: JsonListVersion): Buffer | Readable {
  * version passes when every element changed since the last one passes the items schema (the
  * array around them is built by the list itself). When the list cannot tell what changed (it was
  * rebuilt, or too much changed) the new version is checked in full again.
+ *
+ * A body that is deeply frozen (a cached pet, say) is checked and turned into bytes once; those
+ * bytes are sent for it from then on, and conditional-requests.ts keeps its entity tag with them.
  */
 export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ schema, method, url, httpStatus }) => {
   const validate = compile(schema as JsonSchema)
@@ -231,6 +249,9 @@ export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ s
   }
   let lastValidText: string | undefined
   let lastValidBytes: Buffer | undefined
+  // Checked bytes of bodies that can never change, kept per route and status (the same object may
+  // be sent under another schema elsewhere, and is checked there on its own).
+  const frozenBodies = new WeakMap<object, Buffer>()
   // The list whose versions from `validFrom` to `validTo` passed.
   let validList: object | undefined
   let validFrom = 0
@@ -271,6 +292,16 @@ export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ s
       // The encoded bytes, kept with the text: a large list is then sent without encoding and
       // measuring it again per response.
       return lastValidBytes as unknown as string
+    }
+    if (typeof data === 'object' && data !== null) {
+      const kept = frozenBodies.get(data)
+      if (kept !== undefined) return kept as unknown as string
+      if (deeplyFrozen(data)) {
+        check(data)
+        const bytes = Buffer.from(JSON.stringify(data))
+        frozenBodies.set(data, bytes)
+        return bytes as unknown as string
+      }
     }
     check(data)
     return JSON.stringify(data)
