@@ -200,14 +200,17 @@ function bodyOf (version: JsonListVersion): Buffer | Readable {
 }
 
 /**
- * Whether nothing in a value can change any more: every object in it is frozen. The stores freeze
- * what they cache (src/store/sqlite/caches.ts, src/store/postgres/entry-cache.ts), so a pet read
- * from the cache is the same frozen object, request after request; freezing cannot be undone, so
- * a value found deeply frozen once stays so.
+ * Whether nothing in a value can change any more: every object in it is a frozen plain object or
+ * array. The stores freeze what they cache (src/store/sqlite/caches.ts,
+ * src/store/postgres/entry-cache.ts), so a pet read from the cache is the same frozen object,
+ * request after request; freezing cannot be undone, so a value found deeply frozen once stays so.
+ * Other objects do not count: freezing a Date or a Map leaves its contents changeable (and
+ * neither passes a schema of openapi.yaml as it is).
  */
 function deeplyFrozen (value: unknown): boolean {
   if (typeof value !== 'object' || value === null) return true
   if (!Object.isFrozen(value)) return false
+  if (!Array.isArray(value) && Object.getPrototypeOf(value) !== Object.prototype) return false
   for (const child of Object.values(value)) {
     if (!deeplyFrozen(child)) return false
   }
