@@ -296,7 +296,8 @@ export const serializerCompiler: FastifySerializerCompiler<FastifySchema> = ({ s
       // measuring it again per response.
       return lastValidBytes as unknown as string
     }
-    if (typeof data === 'object' && data !== null) {
+    // Object.isFrozen first: the bodies built per request (a PATCH's answer) pass on at once.
+    if (typeof data === 'object' && data !== null && Object.isFrozen(data)) {
       const kept = frozenBodies.get(data)
       if (kept !== undefined) return kept as unknown as string
       if (deeplyFrozen(data)) {

@@ -3,7 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 /**
  * fastify-openapi-glue checks openapi.yaml against the OpenAPI meta-schema at each registration,
  * with a new Validator (@seriousme/openapi-schema-validator), which compiles that meta-schema with
- * a new ajv every time: about 0.1 s of CPU per app. A server registers the glue once, so src/
+ * a new ajv every time: about 0.14 s of CPU per app. A server registers the glue once, so src/
  * leaves it alone; a test process builds dozens of apps, so here each version's compiled
  * meta-schema is kept for the process. The document is still validated at every registration
  * (test/app/glue-validation.test.ts).

@@ -77,7 +77,8 @@ export const dayEnd = (ms: number) => Math.floor(ms / 86_400_000) * 86_400_000 +
  * this one; returns how long it waited.
  */
 export async function roomInThisMinute (roomMs: number): Promise<number> {
-  const left = minuteEnd(Date.now()) - Date.now()
+  const now = Date.now()
+  const left = minuteEnd(now) - now
   if (left >= roomMs) return 0
   await new Promise((resolve) => setTimeout(resolve, left + 20))
   return left + 20
