@@ -41,7 +41,8 @@ export const runCli = (name: 'keys' | 'db', args: string[], env: Record<string, 
  * collected as console.log / console.error write them. Everything goes through the command's
  * CliIo, so this process's environment, working directory and exit code are left alone (the
  * exit code is checked). What only a process shows, the bin with its real streams and exit
- * status, is left to runCli.
+ * status, is left to runCli. (One read stays outside the CliIo: the pg driver takes PG*
+ * variables of this process for what a postgres:// DATABASE_URL leaves out.)
  */
 export async function runCliInProcess (name: 'keys' | 'db', args: string[], env: Record<string, string>, { cwd = projectRoot } = {}): Promise<CliResult> {
   // Imported on first use: most files importing this helper never run a command in-process.
