@@ -2,8 +2,8 @@ import type { CliIo } from './run-cli.js'
 
 /**
  * A bin's own process as a command's input and output: its arguments after the script, its
- * environment, its working directory (paths passed on as given) and console.log/console.error,
- * so that a command run this way prints exactly what it printed before it took a CliIo.
+ * environment, its working directory (no cwd: paths are passed on, and quoted in messages, as
+ * typed) and console.log/console.error, which write each line to the real stdout/stderr.
  */
 export function processIo (): CliIo {
   return {
