@@ -4,7 +4,10 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import type { Catalogue } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
-import { migrateDatabase, runCli } from '../helpers/cli.js'
+import { migrateDatabase, runCli, runCliInProcess } from '../helpers/cli.js'
+
+// Most commands run in this process (runCliInProcess); the bin itself, as a process, is run by
+// the tests of a missing database, --help and an unknown command.
 
 /** A database file in a directory that does not exist yet: no server has ever opened it. */
 function freshDatabase (t: Parameters<typeof tempDir>[0]) {
@@ -18,7 +21,14 @@ function freshDatabase (t: Parameters<typeof tempDir>[0]) {
       return { pets: count('pets'), inventory: count('inventory'), orders: count('orders'), migrations: count('schema_migrations') }
     } finally { db.close() }
   }
-  return { dir, file, url, counts, db: (...args: string[]) => runCli('db', args, { DATABASE_URL: url }) }
+  return {
+    dir,
+    file,
+    url,
+    counts,
+    db: (...args: string[]) => runCliInProcess('db', args, { DATABASE_URL: url }),
+    dbProcess: (...args: string[]) => runCli('db', args, { DATABASE_URL: url })
+  }
 }
 
 const catalogue: Catalogue = {
@@ -130,9 +140,10 @@ t.test('db seed never creates a database: exit 1, one line naming the path and d
   const file = join(fresh.dir, 'catalogue.json')
   writeFileSync(file, JSON.stringify(catalogue))
   const expected = `error: no database at ${fresh.file} (DATABASE_URL=${fresh.url}): run npm run db:migrate (or start the server) first, or check DATABASE_URL and the working directory\n`
-  for (const args of [['seed', file], ['seed', '--synthetic', '5']]) {
+  // The first as a process of its own (the bin's exit status, its real streams), the second in this one.
+  for (const [args, run] of [[['seed', file], fresh.dbProcess], [['seed', '--synthetic', '5'], fresh.db]] as const) {
     const label = `db ${args.join(' ')}`
-    const res = await fresh.db(...args)
+    const res = await run(...args)
     t.equal(res.code, 1, `${label}: exit 1`)
     t.equal(res.stdout, '', `${label}: nothing on stdout`)
     t.equal(res.stderr, expected, `${label}: the one line`)
@@ -146,8 +157,10 @@ t.test('db seed never creates a database: exit 1, one line naming the path and d
 })
 
 t.test('db --help and -h print the usage on stdout and exit 0', async (t) => {
-  for (const args of [['--help'], ['-h'], ['seed', '--help'], ['migrate', '-h']]) {
-    const res = await runCli('db', args, { DATABASE_URL: 'mysql://x' })
+  // Two of them run the bin as a process (its exit status, its real stdout), two in this process.
+  const cases: [string[], typeof runCli][] = [[['--help'], runCli], [['-h'], runCliInProcess], [['seed', '--help'], runCliInProcess], [['migrate', '-h'], runCli]]
+  for (const [args, run] of cases) {
+    const res = await run('db', args, { DATABASE_URL: 'mysql://x' })
     const label = `db ${args.join(' ')}`
     t.equal(res.code, 0, `${label}: exit 0`)
     t.equal(res.stderr, '', `${label}: nothing on stderr`)

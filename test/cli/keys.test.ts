@@ -5,16 +5,19 @@ import t from 'tap'
 import { projectRoot } from '../../src/contract/paths.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { expectUnauthorized } from '../helpers/assertions.js'
-import { migrateDatabase, runCli } from '../helpers/cli.js'
+import { migrateDatabase, runCli, runCliInProcess } from '../helpers/cli.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 type Created = { id: string, key: string, plan: string, name: string }
+
+// Most commands run in this process (runCliInProcess); the bin itself, as a process, is run by
+// the tests of a bad DATABASE_URL, a relative path to a missing database, and --help.
 
 /** A migrated database of its own (keys never creates one). */
 async function database (t: Parameters<typeof tempDir>[0]) {
   const url = `sqlite:${join(tempDir(t), 'keys.db')}`
   await migrateDatabase(url)
-  return { url, keys: (...args: string[]) => runCli('keys', args, { DATABASE_URL: url }) }
+  return { url, keys: (...args: string[]) => runCliInProcess('keys', args, { DATABASE_URL: url }) }
 }
 
 t.test('keys create --json prints exactly one JSON object, and the key works at once', async (t) => {
@@ -120,6 +123,7 @@ t.test('bad usage: non-zero exit, a one-line error, nothing created', async (t) 
   const equal = await db.keys('create', '--plan', 'enterprise', '--per-minute', '100', '--per-day', '100', '--json')
   t.equal(equal.code, 0, `a daily limit equal to the per-minute one is accepted ${equal.stderr}`)
 
+  // In a process of its own: the bin's exit status and its real stderr.
   const badUrl = await runCli('keys', ['list'], { DATABASE_URL: 'mysql://x' })
   t.not(badUrl.code, 0, 'a bad DATABASE_URL: non-zero exit')
   t.equal(badUrl.stderr.trim().split('\n').length, 1, 'one line')
@@ -148,14 +152,15 @@ t.test('keys never creates a database: exit 1, one line naming the path and db:m
   const expected = `error: no database at ${file} (DATABASE_URL=sqlite:${file}): run npm run db:migrate (or start the server) first, or check DATABASE_URL and the working directory\n`
   for (const args of [['create', '--plan', 'free'], ['list'], ['list', '--json'], ['revoke', 'key_0000000000000000']]) {
     const label = `keys ${args.join(' ')}`
-    const res = await runCli('keys', args, { DATABASE_URL: `sqlite:${file}` })
+    const res = await runCliInProcess('keys', args, { DATABASE_URL: `sqlite:${file}` })
     t.equal(res.code, 1, `${label}: exit 1`)
     t.equal(res.stdout, '', `${label}: nothing on stdout`)
     t.equal(res.stderr, expected, `${label}: the one line`)
   }
   t.notOk(existsSync(dir), 'neither the file nor its directory was created')
 
-  // A relative path is resolved against the working directory, and the line shows where it looked.
+  // A relative path is resolved against the working directory, and the line shows where it looked:
+  // the process's own (the project directory), so this one runs the bin as a process.
   const relative = `./no-such-dir-${randomBytes(4).toString('hex')}/petstore.db`
   const res = await runCli('keys', ['list'], { DATABASE_URL: `sqlite:${relative}` })
   t.equal(res.code, 1)
@@ -164,9 +169,11 @@ t.test('keys never creates a database: exit 1, one line naming the path and db:m
 })
 
 t.test('keys --help and -h print the usage on stdout and exit 0', async (t) => {
-  // No database and a DATABASE_URL that would be refused: help needs neither.
-  for (const args of [['--help'], ['-h'], ['create', '--help'], ['revoke', '-h']]) {
-    const res = await runCli('keys', args, { DATABASE_URL: 'mysql://x' })
+  // No database and a DATABASE_URL that would be refused: help needs neither. Two of them run the
+  // bin as a process (its exit status, its real stdout), the other two run in this process.
+  const cases: [string[], typeof runCli][] = [[['--help'], runCli], [['-h'], runCliInProcess], [['create', '--help'], runCliInProcess], [['revoke', '-h'], runCli]]
+  for (const [args, run] of cases) {
+    const res = await run('keys', args, { DATABASE_URL: 'mysql://x' })
     const label = `keys ${args.join(' ')}`
     t.equal(res.code, 0, `${label}: exit 0`)
     t.equal(res.stderr, '', `${label}: nothing on stderr`)

@@ -4,20 +4,21 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { tempDir } from '../helpers/app.js'
-import { runCli } from '../helpers/cli.js'
+import { runCli, runCliInProcess } from '../helpers/cli.js'
 import { adminQuery, createTestSchema, POSTGRES } from '../helpers/postgres.js'
 
 t.test('db migrate and db seed work on a PostgreSQL schema the server has never opened', async (t) => {
   const schema = await createTestSchema(t)
   const env = { DATABASE_URL: schema.url() }
+  // In this process (runCliInProcess); the next test runs both bins as processes on PostgreSQL.
 
-  const migrated = await runCli('db', ['migrate'], env)
+  const migrated = await runCliInProcess('db', ['migrate'], env)
   t.equal(migrated.code, 0, migrated.stderr)
   t.equal(migrated.stdout.trim(), 'postgres: schema up to date')
   const shipped = (await readMigrations(migrationsDirectory('postgres'))).map((m) => ({ version: m.version }))
   t.same(await adminQuery(`SELECT version FROM ${schema.schema}.schema_migrations ORDER BY version`), shipped, 'every migration in the repository recorded')
 
-  const synthetic = await runCli('db', ['seed', '--synthetic', '25'], env)
+  const synthetic = await runCliInProcess('db', ['seed', '--synthetic', '25'], env)
   t.equal(synthetic.code, 0, synthetic.stderr)
   t.same(await adminQuery(`SELECT COUNT(*)::int AS pets, MAX(pet_id)::int AS last FROM ${schema.schema}.inventory`), [{ pets: 25, last: 25 }], 'exactly 25 entries on an empty database')
 
@@ -27,16 +28,16 @@ t.test('db migrate and db seed work on a PostgreSQL schema the server has never 
     inventory: [{ petId: 100, quantity: 7 }],
     orders: [{ id: 1, petId: 100, quantity: 7, shipDate: '2026-12-01T00:00:00.000Z', status: 'placed', complete: false }]
   }))
-  const imported = await runCli('db', ['seed', file], env)
+  const imported = await runCliInProcess('db', ['seed', file], env)
   t.equal(imported.code, 0, imported.stderr)
   t.equal(imported.stdout.trim(), 'imported 2 pets, 1 inventory entries, 1 orders')
   t.same(await adminQuery(`SELECT p.id::int, p.name, i.quantity FROM ${schema.schema}.pets p JOIN ${schema.schema}.inventory i ON i.pet_id = p.id WHERE p.id IN (3, 100) ORDER BY p.id`),
     [{ id: 3, name: 'Renamed', quantity: 3 }, { id: 100, name: 'New', quantity: 7 }], 'upserted: pet 3 keeps its stock, pet 100 is new')
 
-  const bad = await runCli('db', ['seed', join(tempDir(t), 'missing.json')], env)
+  const bad = await runCliInProcess('db', ['seed', join(tempDir(t), 'missing.json')], env)
   t.equal(bad.code, 1, 'a missing file is an error')
 
-  const listed = await runCli('keys', ['list', '--json'], env)
+  const listed = await runCliInProcess('keys', ['list', '--json'], env)
   t.equal(listed.code, 0, listed.stderr)
   t.same(JSON.parse(listed.stdout), [], 'the keys CLI reads the same schema')
 })
