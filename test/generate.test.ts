@@ -2,13 +2,37 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
+import { runGenerate } from '../scripts/lib/generate.js'
 import { projectRoot } from '../src/contract/paths.js'
 import { type Teardown, tempDir } from './helpers/app.js'
-import { run } from './helpers/cli.js'
+import { type CliResult, run } from './helpers/cli.js'
 import { typescriptArgs } from './helpers/node-args.js'
 import { isStub, operations } from './helpers/surface.js'
 
-const generate = (...args: string[]) => run(process.execPath, [...typescriptArgs, join(projectRoot, 'scripts', 'generate.ts'), ...args], {})
+/**
+ * A run of generate in this process (runGenerate, scripts/lib/generate.ts), from the project
+ * directory as `run` starts the command, the lines collected as console.log / console.error write
+ * them: the same code without a Node process of ~1 s of CPU (openapi-typescript and the TypeScript
+ * compiler) each time. It reads the copy's files afresh on every run, so the runs of one test see
+ * each edit.
+ */
+async function generate (...args: string[]): Promise<CliResult> {
+  let stdout = ''
+  let stderr = ''
+  const code = await runGenerate({
+    argv: args,
+    cwd: projectRoot,
+    stdout: (line) => { stdout += `${line}\n` },
+    stderr: (line) => { stderr += `${line}\n` }
+  })
+  return { code, stdout, stderr }
+}
+
+/**
+ * The command itself, scripts/generate.ts as a process, for what only a process shows: its exit
+ * code and what reaches its streams (a success, a failure, an error without a stack trace).
+ */
+const generateCommand = (...args: string[]) => run(process.execPath, [...typescriptArgs, join(projectRoot, 'scripts', 'generate.ts'), ...args], {})
 
 type Spec = { paths: Record<string, Record<string, Record<string, unknown>>> }
 
@@ -109,14 +133,16 @@ t.test('on a copy: a new operation fails --check, then gets a 501 stub, listed, 
   editSpec(root, (spec) => { spec.paths[FIXTURE_ITEM] = { get: fixtureGetWidget } })
   const before = snapshot(root)
 
-  const check = await generate('--check', '--root', root)
+  // The command as a process: a failure is its exit code, its report on its stderr.
+  const check = await generateCommand('--check', '--root', root)
   t.equal(check.code, 1, '--check fails')
   t.match(check.stderr, 'handlers/fixtureGetWidget.ts is missing', 'names the missing handler')
   t.match(check.stderr, 'src/generated/openapi.ts is stale', 'names the stale types')
   t.match(check.stderr, 'handlers/index.ts is stale', 'names the stale handler map')
   t.same(snapshot(root), before, '--check writes nothing')
 
-  const gen = await generate('--root', root)
+  // And a success: exit code 0, the files written, the report on its stdout.
+  const gen = await generateCommand('--root', root)
   t.equal(gen.code, 0, `generate succeeds ${gen.stderr}`)
   t.match(gen.stdout, 'created handlers/fixtureGetWidget.ts (a stub answering 501 not_implemented)')
   const listed = `not implemented yet (the handler is the generated stub, answering 501): ${[...repositoryStubs, 'fixtureGetWidget'].sort().join(', ')}\n`
@@ -242,7 +268,8 @@ t.test('an operation without a usable operationId is a clear error', async (t) =
   t.notMatch(res.stderr, /\n\s+at /, 'no stack trace')
 
   writeFileSync(join(root, 'openapi.yaml'), 'paths: [unclosed\n')
-  res = await generate('--root', root)
+  // The command as a process: a library's error (the YAML parser's) ends it with code 1 and one message.
+  res = await generateCommand('--root', root)
   t.equal(res.code, 1)
   t.match(res.stderr, /^generate: cannot read .*openapi\.yaml: /m)
   t.notMatch(res.stderr, /\n\s+at /, 'no stack trace')
