@@ -274,3 +274,27 @@ t.test('an operation without a usable operationId is a clear error', async (t) =
   t.match(res.stderr, /^generate: cannot read .*openapi\.yaml: /m)
   t.notMatch(res.stderr, /\n\s+at /, 'no stack trace')
 })
+
+t.test('what openapi-typescript prints about the document reaches stderr, from the command and in-process alike', async (t) => {
+  const root = copyProject(t)
+  // A discriminator mapped to a schema that is no object: openapi-typescript warns through the
+  // global console and goes on.
+  editSpec(root, (spec) => {
+    const schemas = (spec as unknown as { components: { schemas: Record<string, unknown> } }).components.schemas
+    schemas.FixtureWidgetName = { type: 'string' }
+    schemas.FixtureAnyWidget = {
+      oneOf: [{ $ref: '#/components/schemas/FixtureWidgetName' }],
+      discriminator: { propertyName: 'kind', mapping: { name: '#/components/schemas/FixtureWidgetName' } }
+    }
+  })
+  const command = await generateCommand('--root', root)
+  t.equal(command.code, 0, `a warning does not fail the command ${command.stderr}`)
+  t.match(command.stdout, 'wrote src/generated/openapi.ts')
+  t.match(command.stderr, /FixtureAnyWidget/, 'the command prints the warning on its stderr')
+  const consoleBefore = { ...console }
+  const inProcess = await generate('--check', '--root', root)
+  t.equal(inProcess.code, 0, `--check passes in-process ${inProcess.stderr}`)
+  t.match(inProcess.stdout, /^generate --check: up to date/m)
+  t.equal(inProcess.stderr, command.stderr, 'with the same warning on stderr')
+  t.ok((Object.keys(consoleBefore) as (keyof Console)[]).every((key) => console[key] === consoleBefore[key]), 'and this process\'s console is as it was')
+})
