@@ -81,6 +81,8 @@ async function restart (): Promise<void> {
   if (generateNext) {
     generateNext = false
     generating = true
+    // The command in a process of its own, not runGenerate (scripts/lib/generate.ts) in this one:
+    // each run loads the generator's code as it is now, edits included.
     const generate = await runNode(['--import', 'tsx', join(root, 'scripts', 'generate.ts')]).finally(() => {
       generating = false
       quietUntil = Date.now() + 500
