@@ -1,7 +1,9 @@
 import type { BanRule, HitResult, RateLimitStore } from './store.js'
-import { windowAt } from './windows.js'
 
-interface Counter { lengthMs: number, index: number, count: number }
+interface Counter { index: number, count: number }
+
+/** One step of a sweep over the counters: the map holding a counter, its client and the counter. */
+type CounterEntry = [counters: Map<string, Counter>, lengthMs: number, client: string, counter: Counter]
 
 /** One sweep step inspects at most this many entries: a few milliseconds at most. */
 const SWEEP_BATCH = 1000
@@ -15,22 +17,28 @@ const SWEEP_PASS_MS = 60_000
  * synchronously (no promise per request); only ping and close keep the async signature.
  */
 export class MemoryRateLimitStore implements RateLimitStore {
-  private readonly counters = new Map<string, Counter>()
+  // The counters of each window length, by client: a lookup hashes the client string the caller
+  // keeps (rate-limit-policy.ts keeps one per API key), not a key built per request.
+  private readonly windows = new Map<number, Map<string, Counter>>()
   private readonly bans = new Map<string, number>()
   private nextSweep = 0
   private passStartedAt = 0
   // Map iterators stay valid while their maps change: a pass resumes where the last step stopped.
-  private counterCursor: Iterator<[string, Counter]> | undefined
+  private counterCursor: Iterator<CounterEntry> | undefined
   private banCursor: Iterator<[string, number]> | undefined
 
   hit (client: string, lengthMs: number, now: number, rule: BanRule): HitResult {
     this.sweep(now)
-    const { index } = windowAt(now, lengthMs)
-    const key = `${client} ${lengthMs}`
-    let counter = this.counters.get(key)
+    const index = Math.floor(now / lengthMs) // windowAt's index, without its object
+    let counters = this.windows.get(lengthMs)
+    if (counters === undefined) {
+      counters = new Map()
+      this.windows.set(lengthMs, counters)
+    }
+    let counter = counters.get(client)
     if (counter === undefined || counter.index !== index) {
-      counter = { lengthMs, index, count: 0 }
-      this.counters.set(key, counter)
+      counter = { index, count: 0 }
+      counters.set(client, counter)
     }
     const bannedUntil = this.bans.get(client)
     if (bannedUntil !== undefined && bannedUntil > now) return { count: counter.count, bannedUntil }
@@ -43,13 +51,15 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   /** How many counters and bans are held (for the memory measurement and the tests). */
   sizes (): { counters: number, bans: number } {
-    return { counters: this.counters.size, bans: this.bans.size }
+    let counters = 0
+    for (const window of this.windows.values()) counters += window.size
+    return { counters, bans: this.bans.size }
   }
 
   async ping (): Promise<void> {}
 
   async close (): Promise<void> {
-    this.counters.clear()
+    this.windows.clear()
     this.bans.clear()
     this.counterCursor = undefined
     this.banCursor = undefined
@@ -62,7 +72,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private sweep (now: number): void {
     if (now < this.nextSweep) return
     if (this.counterCursor === undefined && this.banCursor === undefined) {
-      this.counterCursor = this.counters.entries()
+      this.counterCursor = this.allCounters()
       this.passStartedAt = now
     }
     let budget = SWEEP_BATCH
@@ -74,9 +84,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
         break
       }
       budget--
-      const [key, counter] = next.value
-      // The window's index without windowAt's object: a sweep step allocates nothing.
-      if (Math.floor(now / counter.lengthMs) !== counter.index) this.counters.delete(key)
+      const [counters, lengthMs, client, counter] = next.value
+      if (Math.floor(now / lengthMs) !== counter.index) counters.delete(client)
     }
     while (budget > 0 && this.banCursor !== undefined) {
       const next = this.banCursor.next()
@@ -90,5 +99,11 @@ export class MemoryRateLimitStore implements RateLimitStore {
     }
     const passOver = this.counterCursor === undefined && this.banCursor === undefined
     this.nextSweep = passOver ? Math.max(now, this.passStartedAt + SWEEP_PASS_MS) : now + SWEEP_STEP_MS
+  }
+
+  private * allCounters (): Generator<CounterEntry> {
+    for (const [lengthMs, counters] of this.windows) {
+      for (const [client, counter] of counters) yield [counters, lengthMs, client, counter]
+    }
   }
 }

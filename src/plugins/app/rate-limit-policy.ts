@@ -22,10 +22,10 @@ const SWEEP_INTERVAL_MS = 1000
 /** Who a request is counted for, and with which limits. */
 export interface RateLimitClient {
   /** `key:<id>` for a valid API key, `ip:<address>` otherwise (see clientAddress). */
-  key: string
-  limits: PlanLimits
+  readonly key: string
+  readonly limits: PlanLimits
   /** The client address, when the request is counted under it. */
-  address: string | null
+  readonly address: string | null
 }
 
 /** The plan whose numbers apply to requests without a valid key (x-rate-limit-plans in openapi.yaml). */
@@ -104,8 +104,18 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
     app.log.warn({ err: error }, 'rate-limit store unreachable: serving requests without rate limits (fail open) until it answers again')
   }
 
+  // One client per key record, made on its first request: the stores look the same string up
+  // request after request (its hash computed once). A changed key comes as a new record.
+  const keyClients = new WeakMap<ApiKeyRecord, RateLimitClient>()
   const clientFor = (request: FastifyRequest, apiKey: ApiKeyRecord | null): RateLimitClient => {
-    if (apiKey !== null) return { key: `key:${apiKey.id}`, limits: limitsFor(apiKey, plans), address: null }
+    if (apiKey !== null) {
+      let client = keyClients.get(apiKey)
+      if (client === undefined) {
+        client = { key: `key:${apiKey.id}`, limits: limitsFor(apiKey, plans), address: null }
+        keyClients.set(apiKey, client)
+      }
+      return client
+    }
     const address = clientAddress(request)
     return { key: `ip:${address}`, limits: anonymousLimits, address }
   }

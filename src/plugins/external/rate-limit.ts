@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { MemoryRateLimitStore } from '../../rate-limit/memory-store.js'
 import { RedisRateLimitStore } from '../../rate-limit/redis-store.js'
-import type { RateLimitStore } from '../../rate-limit/store.js'
+import type { HitResult, RateLimitStore } from '../../rate-limit/store.js'
 import { windowAt } from '../../rate-limit/windows.js'
 
 export interface RateLimitStoreOptions {
@@ -66,10 +66,6 @@ function pluginStore (store: RateLimitStore, now: () => number, banMs: number): 
       const at = now()
       const lengthMs = timeWindow ?? 0
       const limit = max ?? 0
-      const answer = ({ count, bannedUntil }: { count: number, bannedUntil: number | undefined }) => {
-        if (bannedUntil === undefined) callback(null, { current: count, ttl: windowAt(at, lengthMs).end - at })
-        else callback(null, { current: limit + this.banAfter + 1, ttl: bannedUntil - at })
-      }
       let result
       try {
         result = store.hit(key, lengthMs, at, { max: limit, banAfter: this.banAfter, banMs })
@@ -78,8 +74,13 @@ function pluginStore (store: RateLimitStore, now: () => number, banMs: number): 
         return
       }
       // A synchronous store answers in this same call: no promise per request.
-      if ('then' in result) result.then(answer, (error: Error) => callback(error))
-      else answer(result)
+      if ('then' in result) result.then((hit) => { this.answer(hit, callback, at, lengthMs, limit) }, (error: Error) => callback(error))
+      else this.answer(result, callback, at, lengthMs, limit)
+    }
+
+    private answer ({ count, bannedUntil }: HitResult, callback: IncrCallback, at: number, lengthMs: number, limit: number): void {
+      if (bannedUntil === undefined) callback(null, { current: count, ttl: windowAt(at, lengthMs).end - at })
+      else callback(null, { current: limit + this.banAfter + 1, ttl: bannedUntil - at })
     }
 
     // Each limiter (one per window) gets a child that knows its `ban` threshold; the counters are
