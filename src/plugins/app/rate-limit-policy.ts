@@ -19,6 +19,8 @@ export interface RateLimitPolicyOptions {
 /** How often the key guard's expired entries are swept, a bounded batch each time. */
 const SWEEP_INTERVAL_MS = 1000
 
+type Limiter = ReturnType<FastifyInstance['createRateLimit']>
+
 /** Who a request is counted for, and with which limits. */
 export interface RateLimitClient {
   /** `key:<id>` for a valid API key, `ip:<address>` otherwise (see clientAddress). */
@@ -87,15 +89,26 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
     if (request.rateLimitClient === null) throw new Error('the request has no rate-limit client')
     return request.rateLimitClient.key
   }
-  const limiters = windows.map((window) => ({
-    ...window,
-    check: app.createRateLimit({
-      timeWindow: window.lengthMs,
-      max: (request) => window.limitOf(request.rateLimitClient!.limits),
-      ban: options.banAfter,
-      keyGenerator
-    })
-  }))
+  // One limiter per window and limit: with `max` a number, @fastify/rate-limit uses it as it is;
+  // given a function it awaits the function's answer, a promise job more per window and request.
+  // A limiter is made for each distinct limit on its first request and kept (an options object and
+  // a closure): one per plan, and one per distinct number enterprise keys carry. All of a window's
+  // limiters count in the same counters (the store keys them by window length, not by limiter).
+  const limiters = windows.map((window) => {
+    const byLimit = new Map<number, Limiter>()
+    return {
+      name: window.name,
+      check (request: FastifyRequest, limits: PlanLimits) {
+        const max = window.limitOf(limits)
+        let check = byLimit.get(max)
+        if (check === undefined) {
+          check = app.createRateLimit({ timeWindow: window.lengthMs, max, ban: options.banAfter, keyGenerator })
+          byLimit.set(max, check)
+        }
+        return check(request)
+      }
+    }
+  })
 
   let storeDown = false
   const storeFailed = (error: unknown) => {
@@ -132,7 +145,7 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
       request.rateLimitClient = client
       let states: (WindowState & { name: string, exceeded: boolean, banned: boolean })[]
       try {
-        const results = await Promise.all(limiters.map((limiter) => limiter.check(request)))
+        const results = await Promise.all(limiters.map((limiter) => limiter.check(request, client.limits)))
         states = results.map((result, i) => {
           if (result.isAllowed) throw new Error('no client is exempt from the rate limits')
           return { name: limiters[i]!.name, limit: result.max, remaining: result.remaining, resetAt: at + result.ttl, exceeded: result.isExceeded, banned: result.isBanned }
