@@ -66,7 +66,7 @@ function setHeaders (reply: FastifyReply, limit: number, remaining: number, rese
  * The plan limits of openapi.yaml (x-rate-limit-plans). The authentication hook calls `app.rateLimits.count` once per
  * request under /v1, with the key it identified (or none): every such request counts once in both
  * windows, whatever its answer, except while its client is banned. `@fastify/rate-limit` does the
- * counting, one limiter per window over the shared store (src/plugins/external/rate-limit.ts); its
+ * counting, limiters per window (one for each limit) over the shared store (src/plugins/external/rate-limit.ts); its
  * `ban` threshold marks a ban, which the store keeps for RATE_LIMIT_BAN_SECONDS.
  * What the limiter answers for an address also tells the key guard (src/authentication/key-guard.ts)
  * which addresses are limited, so that their guessed keys stop reaching the store.

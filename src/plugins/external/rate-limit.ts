@@ -17,7 +17,7 @@ export interface RateLimitStoreOptions {
 /**
  * @fastify/rate-limit over the service's own counter store (memory, or Redis for several
  * instances). No limiter is global: the rate-limit policy (src/plugins/app/rate-limit-policy.ts)
- * creates one per window, with the key each request is counted under, and every count and ban
+ * creates them, per window and limit, with the key each request is counted under, and every count and ban
  * goes through the plugin to this store.
  */
 async function rateLimit (app: FastifyInstance, options: RateLimitStoreOptions) {
@@ -83,7 +83,7 @@ function pluginStore (store: RateLimitStore, now: () => number, banMs: number): 
       else callback(null, { current: limit + this.banAfter + 1, ttl: bannedUntil - at })
     }
 
-    // Each limiter (one per window) gets a child that knows its `ban` threshold; the counters are
+    // Each limiter (per window and limit) gets a child that knows its `ban` threshold; the counters are
     // keyed by window length already, so every child shares the same counters and bans.
     child (limiterOptions: Parameters<FastifyRateLimitStore['child']>[0]): FastifyRateLimitStore {
       // At run time these are the limiter's merged options (its `ban` included), not a route's.
