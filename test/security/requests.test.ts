@@ -17,19 +17,26 @@ import { startServer } from '../helpers/server-process.js'
 const BODY_LIMIT = 1024
 const LEAK = /at .+:\d+:\d+|\.[jt]s:\d+|\/work\/|node_modules|Error:|SQLITE|ECONNREFUSED|\bstack\b/
 
-interface RawResponse { status: number, headers: string, body: string }
+interface RawResponse { status: number, headers: string, body: string, /** How many of the chunks were written. */ sent: number }
 
-/** Sends bytes on a fresh connection and reads until the server closes it (or `waitMs` passes). */
-function raw (port: number, chunks: (string | Buffer)[], waitMs = 3000): Promise<RawResponse> {
+/**
+ * Sends `chunks` on a new connection and reads one response (until its length has arrived, the
+ * server closes, or `waitMs` passes). With `paceMs`, the chunks go one at
+ * a time, `paceMs` apart, and no more once the response has begun, as a client streaming a body
+ * would: a server that answers early and closes (a 413) must not be left with unread bytes, since
+ * Linux then resets the connection and discards the answer it has not sent yet.
+ */
+function raw (port: number, chunks: (string | Buffer)[], waitMs = 3000, paceMs?: number): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1')
     let data = ''
+    let sent = 0
     const done = () => {
       clearTimeout(timer)
       socket.destroy()
       const [head = '', ...rest] = data.split('\r\n\r\n')
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0)
-      resolve({ status, headers: head, body: rest.join('\r\n\r\n') })
+      resolve({ status, headers: head, body: rest.join('\r\n\r\n'), sent })
     }
     const timer = setTimeout(done, waitMs)
     socket.on('data', (chunk: Buffer) => {
@@ -41,7 +48,19 @@ function raw (port: number, chunks: (string | Buffer)[], waitMs = 3000): Promise
     })
     socket.on('close', done)
     socket.on('error', (error: NodeJS.ErrnoException) => { if (error.code !== 'ECONNRESET' && error.code !== 'EPIPE') reject(error); else done() })
-    socket.on('connect', () => { for (const chunk of chunks) socket.write(chunk) })
+    socket.on('connect', () => {
+      if (paceMs === undefined) {
+        for (const chunk of chunks) socket.write(chunk)
+        sent = chunks.length
+        return
+      }
+      const send = () => {
+        if (data !== '' || socket.destroyed || sent >= chunks.length) return
+        socket.write(chunks[sent++]!)
+        setTimeout(send, paceMs).unref()
+      }
+      send()
+    })
   })
 }
 
@@ -79,10 +98,12 @@ t.test('on a real server: body limit, parser-level refusals and path traversal',
   res = await raw(server.port, [patch('Content-Type: application/json\r\nContent-Length: 104857600\r\n')])
   errorBody(t, res, 401, 'unauthorized', 'Content-Length of 100 MB without a key')
 
-  // Chunked, with no length declared: counted as it arrives.
+  // Chunked, with no length declared: counted as it arrives, and refused before the body ends
+  // (the chunks go 200 ms apart and stop at the answer).
   const chunk = `400\r\n${' '.repeat(0x400)}\r\n`
-  res = await raw(server.port, [patch(`${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n`), ...Array.from({ length: 8 }, () => chunk), '0\r\n\r\n'])
+  res = await raw(server.port, [patch(`${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n`), ...Array.from({ length: 8 }, () => chunk), '0\r\n\r\n'], 5000, 200)
   errorBody(t, res, 413, 'payload_too_large', 'an 8 KiB chunked body')
+  t.ok(res.sent < 10, `the 413 came before the chunked body's end (${res.sent} of its 10 parts sent)`)
 
   // A body of exactly BODY_LIMIT bytes is accepted.
   const atLimit = '{"quantity":7}'.padEnd(BODY_LIMIT, ' ')
