@@ -54,7 +54,7 @@ const MODULES: [Stage, Level, string[]][] = [
   // before: bearer-auth's `auth` (the key's lookup) lived here.
   ['key check', 3, ['src/plugins/external/bearer-auth']],
   ['validation', 3, ['fastify/lib/validation.js']],
-  ['security headers', 2, ['src/plugins/external/security-headers', 'helmet/*']],
+  ['security headers', 2, ['src/plugins/external/security-headers', 'src/plugins/external/reply-headers', 'helmet/*']],
   ['request id/logging', 2, [
     // genReqId; pino's child logger per request and its redaction; the X-Request-Id header and the
     // Host/Authorization framing checks (http-protocol.ts).

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import helmet, { type HelmetOptions } from 'helmet'
+import { replyHeadersStarter } from './reply-headers.js'
 
 /**
  * The headers helmet would set for these options, computed once. @fastify/helmet builds the helmet
@@ -36,8 +37,10 @@ async function securityHeaders (app: FastifyInstance) {
       }
     }
   })
+  // The first headers of every reply: they start its header object (see reply-headers.ts).
+  const startHeaders = replyHeadersStarter(headers)
   app.addHook('onRequest', (_request, reply, done) => {
-    reply.headers(headers)
+    startHeaders(reply)
     done()
   })
 }
