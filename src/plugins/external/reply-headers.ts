@@ -10,7 +10,7 @@ import type { FastifyReply } from 'fastify'
  * header written, Fastify's reads of them and Node's walk over them in `writeHead` take V8's slow
  * path. An object made by a constructor that assigns the fixed headers holds them in the object
  * itself, and the ones added later stay within V8's limit: the object stays fast.
- * Interleaved A/B on list-100, at a fixed 12,000 answers/s: 0.86 × the CPU per answer (bench/README.md).
+ * Interleaved A/B: list-100 0.92 × the CPU per answer, GET pet 0.92 × (bench/README.md).
  *
  * Fastify offers no way to choose that object, so it is replaced through Fastify's own symbol
  * for it (`fastify.reply.headers`), and only while it is still empty. Should a Fastify release
