@@ -59,11 +59,12 @@ const { values: args } = parseOptions({
     profile: { type: 'boolean', default: false },
     tsx: { type: 'boolean', default: false },
     baseline: { type: 'string' },
+    rate: { type: 'string' },
     help: { type: 'boolean', default: false }
   }
 })
 if (args.help) {
-  console.log('usage: npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx] [--baseline DIR]')
+  console.log('usage: npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx] [--baseline DIR] [--rate N]')
   process.exit(0)
 }
 
@@ -89,7 +90,12 @@ const quick = args.quick
 const rounds = positiveInteger('rounds', args.rounds, baselineDir === undefined ? (quick ? 1 : 5) : (quick ? 2 : 6))
 const durationSec = positiveInteger('duration', args.duration, quick ? 2 : 5)
 const warmupSec = positiveInteger('warmup', args.warmup, quick ? 1 : 5)
-const generator = (args.generator ?? defaultGenerator()) as Generator
+// --rate N: every measurement asks for N requests a second (autocannon's overallRate) instead of
+// as many as the server answers. At full speed the kernel charges more of loopback's network work
+// to the busier process, so a faster server also looks cheaper per answer; at one rate both pay alike.
+const ratePerSec = args.rate === undefined ? undefined : positiveInteger('rate', args.rate, 1)
+if (ratePerSec !== undefined && args.generator === 'wrk') usageError('--rate needs --generator autocannon: wrk cannot hold a rate')
+const generator = (args.generator ?? (ratePerSec === undefined ? defaultGenerator() : 'autocannon')) as Generator
 if (generator !== 'wrk' && generator !== 'autocannon') usageError('--generator must be wrk or autocannon')
 const adminPgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -615,9 +621,13 @@ async function measure (w: Workload, config: ConfigId, seconds: number, round: n
     timeoutSec: 30,
     core: generatorCore,
     scratchDir: scratch,
-    firstSeq
+    firstSeq,
+    ratePerSec
   })
   const window: [number, number] = [startedUs, monotonicUs()]
+  if (ratePerSec !== undefined && result.rps < 0.95 * ratePerSec) {
+    note(`${w.id} on ${config} answered ${Math.round(result.rps)} requests/s, under --rate ${ratePerSec}: its CPU per answer is not at the rate the others were measured at`)
+  }
   // Stops asking now; the answer to the last request is awaited after the CPU time is read.
   const healthzStopped = healthzPoller?.stop()
   clearInterval(poller)
@@ -783,6 +793,7 @@ const meta = {
   cores: coreCount(),
   node: process.version,
   generator,
+  ratePerSec: ratePerSec ?? null,
   pinned: twoCores,
   mode: quick ? 'quick' : baselineDir !== undefined ? 'baseline' : fullRun ? 'full' : 'partial',
   rounds,
@@ -800,7 +811,7 @@ const meta = {
 
 const command = `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
 const setUp = `- CPU: ${meta.cpu}, ${meta.cores} cores${twoCores ? '; every server process pinned to core 0, the load generator to core 1' : '; no pinning'}
-- Node ${meta.node}; load generator: ${generator}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved
+- Node ${meta.node}; load generator: ${generator}${ratePerSec === undefined ? '' : ` held at ${ratePerSec} requests/s (--rate)`}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved
 - Service: \`${args.tsx ? 'src/server.ts through tsx' : 'src/server.ts compiled by tsc (as npm start runs it)'}\` at ${checkout.a}, with \`LOG_LEVEL=${serviceEnv.LOG_LEVEL}\`, \`NODE_ENV=production\`; one enterprise key whose limits never bind (the limiter still counts every request${limiterSeen === false ? ' — but this build had no limiter' : ''})
 - Load average before / after: ${loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}`
 const notesSection = notes.length > 0 ? '## Notes\n\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''

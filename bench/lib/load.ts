@@ -42,6 +42,8 @@ export interface LoadSpec {
   scratchDir: string
   /** The first `{seq}`; default 1. */
   firstSeq?: number | undefined
+  /** Requests a second over all connections (autocannon only); undefined: as fast as answered. */
+  ratePerSec?: number | undefined
 }
 
 export interface LoadResult {
@@ -121,6 +123,7 @@ function wrkScript (spec: LoadSpec, runId: string): string {
 }
 
 async function runWrk (spec: LoadSpec, runId: string): Promise<LoadResult> {
+  if (spec.ratePerSec !== undefined) throw new Error('wrk cannot hold a rate: use autocannon for ratePerSec')
   const script = join(spec.scratchDir, 'wrk-script.lua')
   // One thread (-t1), so one Lua state counts {seq}: no two requests get the same number.
   writeFileSync(script, wrkScript(spec, runId))
@@ -167,6 +170,7 @@ async function runAutocannon (spec: LoadSpec, runId: string): Promise<LoadResult
     duration: spec.durationSec,
     timeout: spec.timeoutSec,
     headers: spec.headers,
+    ...(spec.ratePerSec === undefined ? {} : { overallRate: spec.ratePerSec }),
     requests: [{
       setupRequest: (request: Record<string, unknown>) => {
         const t = templates[next]!
