@@ -5,8 +5,9 @@ import type { FastifyReply } from 'fastify'
  *
  * Fastify keeps a reply's headers in a plain object (`{}`), filled one name at a time by
  * `reply.header()`. V8 turns an object grown that way into a hash table ("dictionary mode") once
- * it holds about 20 properties, and a /v1 answer carries 20: the 12 security headers, the 3
- * rate-limit headers, Content-Type, X-Request-Id, Vary, ETag and Content-Length. From then on every
+ * it holds about 20 properties, and a /v1 list of 1 KiB or more carries 20 (the 12 security
+ * headers, the 3 rate-limit headers, Content-Type, X-Request-Id, Vary, ETag and Content-Length),
+ * a pet 22 (its deprecation headers on top). From then on every
  * header written, Fastify's reads of them and Node's walk over them in `writeHead` take V8's slow
  * path. An object made by a constructor that assigns the fixed headers holds them in the object
  * itself, and the ones added later stay within V8's limit: the object stays fast.
