@@ -91,8 +91,9 @@ const rounds = positiveInteger('rounds', args.rounds, baselineDir === undefined 
 const durationSec = positiveInteger('duration', args.duration, quick ? 2 : 5)
 const warmupSec = positiveInteger('warmup', args.warmup, quick ? 1 : 5)
 // --rate N: every measurement asks for N requests a second (autocannon's overallRate) instead of
-// as many as the server answers. At full speed the kernel charges more of loopback's network work
-// to the busier process, so a faster server also looks cheaper per answer; at one rate both pay alike.
+// as many as the server answers. At full speed a faster server also looks cheaper per answer than a
+// slower one (likely: the kernel charges loopback's network work to the busier process); at one
+// rate both do the same network work. bench/README.md, "CPU per answer at one rate".
 const ratePerSec = args.rate === undefined ? undefined : positiveInteger('rate', args.rate, 1)
 if (ratePerSec !== undefined && args.generator === 'wrk') usageError('--rate needs --generator autocannon: wrk cannot hold a rate')
 const generator = (args.generator ?? (ratePerSec === undefined ? defaultGenerator() : 'autocannon')) as Generator
