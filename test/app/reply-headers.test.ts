@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8'
 import t from 'tap'
 import { SENDS_BEFORE_COPY } from '../../src/contract/validation.js'
 import { buildTestApp } from '../helpers/app.js'
+import { replyHeadersStarter } from '../../src/plugins/external/reply-headers.js'
 
 setFlagsFromString('--allow-natives-syntax')
 // Compiled after the flag is set; the V8 intrinsic is not JavaScript, hence the Function.
@@ -70,4 +71,34 @@ t.test('answers under /v1 and elsewhere reach writeHead with fast headers', asyn
     const names = Object.keys(objects[0] ?? {}).length
     t.ok(hasFastProperties(objects[0]!), `${method} ${url}: its ${names} headers are in a fast object`)
   }
+})
+
+t.test('where the header object cannot be replaced, the headers are set the ordinary way', async (t) => {
+  // Stand-ins for a Fastify reply: the starter only reads the symbol and calls reply.headers().
+  const fixed = { 'x-one': '1', 'x-two': '2' }
+  const fakeReply = (own: Record<symbol, unknown>) => {
+    const set: Record<string, string> = {}
+    const reply: Record<symbol, unknown> & { headers: (h: Record<string, string>) => unknown } =
+      { ...own, headers (h: Record<string, string>) { Object.assign(set, h); return reply } }
+    return { reply, set }
+  }
+  const kHeaders = Symbol('fastify.reply.headers')
+
+  const withoutSymbol = replyHeadersStarter(fixed)
+  for (let i = 0; i < 2; i++) {
+    const { reply, set } = fakeReply({})
+    withoutSymbol(reply as never)
+    t.same(set, fixed, `no such symbol (reply ${i + 1}): reply.headers() got the headers`)
+  }
+
+  const start = replyHeadersStarter(fixed)
+  const filled = fakeReply({ [kHeaders]: { 'x-earlier': 'e' } })
+  start(filled.reply as never)
+  t.same(filled.set, fixed, 'an object that already holds a header: reply.headers() got the headers')
+  t.same(filled.reply[kHeaders], { 'x-earlier': 'e' }, 'and the object was kept')
+
+  const empty = fakeReply({ [kHeaders]: {} })
+  start(empty.reply as never)
+  t.same(empty.set, {}, 'an empty object: reply.headers() is not called')
+  t.same({ ...(empty.reply[kHeaders] as object) }, fixed, 'it is replaced by one holding the headers')
 })

@@ -18,26 +18,27 @@ import type { FastifyReply } from 'fastify'
  * name it differently or fill it earlier, the headers are set the ordinary way: slower, never
  * different. test/app/reply-headers.test.ts fails when a /v1 answer's headers end in dictionary mode.
  *
- * Returns a function that gives `reply` the headers: true when it replaced the object, false
- * when it fell back to `reply.headers()`.
+ * Returns the function that gives a reply the headers.
  */
-export function replyHeadersStarter (headers: Readonly<Record<string, string>>): (reply: FastifyReply) => boolean {
+export function replyHeadersStarter (headers: Readonly<Record<string, string>>): (reply: FastifyReply) => void {
   // The constructor's body is generated from the (constant) headers, as ajv and
   // fast-json-stringify generate theirs: one assignment per name, with the names and values as
   // JSON string literals, so nothing in them is ever code.
   const body = Object.entries(headers).map(([name, value]) => `this[${JSON.stringify(name)}] = ${JSON.stringify(value)}`).join('\n')
   const StartingHeaders = new Function(body) as unknown as new () => Record<string, string>
-  let symbol: symbol | null | undefined
+  // Looked up on the first reply, once (replies share their symbols); undefined when absent.
+  let looked = false
+  let symbol: symbol | undefined
 
   return (reply) => {
-    symbol ??= Object.getOwnPropertySymbols(reply).find((s) => s.description === 'fastify.reply.headers') ?? null
-    const current = symbol === null ? undefined : (reply as unknown as Record<symbol, unknown>)[symbol]
-    if (current !== null && typeof current === 'object' && isEmpty(current)) {
-      (reply as unknown as Record<symbol, unknown>)[symbol!] = new StartingHeaders()
-      return true
+    if (!looked) {
+      symbol = Object.getOwnPropertySymbols(reply).find((s) => s.description === 'fastify.reply.headers')
+      looked = true
     }
-    reply.headers(headers)
-    return false
+    const fields = reply as unknown as Record<symbol, unknown>
+    const current = symbol === undefined ? undefined : fields[symbol]
+    if (current !== null && typeof current === 'object' && isEmpty(current)) fields[symbol!] = new StartingHeaders()
+    else reply.headers(headers)
   }
 }
 
