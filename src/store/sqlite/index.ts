@@ -1,5 +1,5 @@
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
-import { petColumns, toInventoryItem } from '../rows.js'
+import { petColumns, toPetStatus } from '../rows.js'
 import { activeKeyByHash, getPet, sharedMethods } from '../shared-queries.js'
 import type { TableName } from '../schema.js'
 import type { Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
@@ -197,8 +197,11 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     updateInventory: (petId, quantity) => queueWrite({
       petId,
       apply: (): InventoryItem | undefined => {
-        const row = statements().updateInventory.get(quantity, petId)
-        return row && toInventoryItem(row)
+        const st = statements()
+        if (st.updateInventory.run(quantity, petId).changes === 0) return undefined
+        // Every field, or this fails to compile: the answer is built here, not from inventory-fields.ts.
+        const item: Required<InventoryItem> = { petId, quantity, status: toPetStatus(oneRow(st.inventoryStatus.get({ petId, quantity }))) }
+        return item
       }
     }),
 

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
-import { inventorySelectList, sqliteInventoryJson } from '../inventory-fields.js'
-import type { InventoryRow, OrderRow, PetColumns } from '../rows.js'
+import { sqliteInventoryJson } from '../inventory-fields.js'
+import type { OrderRow, PetColumns } from '../rows.js'
+import { statusExpression } from '../sql.js'
 
 /**
  * Rows of list_changes kept: a server whose list is further behind than that builds it in full.
@@ -36,8 +37,11 @@ export function prepareStatements (db: Database.Database) {
     // Deletes at most ~1,000 of the oldest rows per call, and keeps the newest CHANGES_KEPT.
     pruneChangeLog: db.prepare(`DELETE FROM list_changes WHERE seq <= (SELECT MIN(seq) FROM list_changes) + 1000
       AND seq < (SELECT MAX(seq) FROM list_changes) - ${CHANGES_KEPT}`),
-    updateInventory: db.prepare<[number, number], InventoryRow>(`UPDATE inventory SET quantity = ? WHERE pet_id = ?
-      RETURNING ${inventorySelectList('inventory')}`),
+    // A PATCH is two statements in the group commit's transaction: the stock written, then the
+    // entry's status by the rule of sql.ts for that stock. Together they cost a third less than
+    // one UPDATE … RETURNING every field (bench/README.md, "A PATCH without RETURNING").
+    updateInventory: db.prepare<[number, number]>('UPDATE inventory SET quantity = ? WHERE pet_id = ?'),
+    inventoryStatus: db.prepare<[{ petId: number, quantity: number }], string>(`SELECT ${statusExpression('@petId', '@quantity')}`).pluck(),
     upsertPet: db.prepare<PetColumns>(`INSERT INTO pets (id, name, category_id, category_name, photo_urls, tags)
       VALUES (@id, @name, @categoryId, @categoryName, @photoUrls, @tags)
       ON CONFLICT (id) DO UPDATE SET name = excluded.name, category_id = excluded.category_id,
