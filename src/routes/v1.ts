@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import { operationResolver, methodsByPath, type OperationContext } from '../contract/operations.js'
+import { responsesByStatus } from '../contract/response-schemas.js'
 import authentication from '../plugins/app/authentication.js'
 import { methodNotAllowed, notFound } from '../plugins/app/error-handling.js'
 
@@ -12,6 +13,8 @@ import { methodNotAllowed, notFound } from '../plugins/app/error-handling.js'
  */
 export default async function v1 (app: FastifyInstance, context: OperationContext) {
   await app.register(authentication)
+  // Before the glue's routes exist: their response schemas by status (src/contract/response-schemas.ts).
+  app.addHook('onRoute', responsesByStatus)
   await app.register(openapiGlue, {
     specification: context.document.spec,
     // The glue accepts partial route options from the resolver (they are spread over the route it
