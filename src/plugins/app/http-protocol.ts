@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest, preParsingHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../../contract/errors.js'
 
@@ -30,6 +30,17 @@ function protocolError (request: FastifyRequest): ApiError | undefined {
   return undefined
 }
 
+/** A coded request body is refused (the preParsing hook of the routes that take a body). */
+const refuseCodedBody: preParsingHookHandler = (request, _reply, payload, done) => {
+  const coding = request.headers['content-encoding']
+  const hasBody = request.headers['transfer-encoding'] !== undefined || (request.headers['content-length'] ?? '0') !== '0'
+  if (coding === undefined || !hasBody) return done(null, payload)
+  done(new ApiError('unsupported_media_type', 'request body must not have a Content-Encoding: send it uncompressed'), payload)
+}
+
+/** A route option that takes one hook or several, as an array. */
+const hooksOf = <T>(hooks: T | T[] | undefined): T[] => hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]
+
 const isV1 = (url: string) => url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?')
 
 /**
@@ -52,14 +63,13 @@ async function httpProtocol (app: FastifyInstance) {
   })
 
   // A coded body (gzip, br…) is not decoded: 415 says so, instead of a parse error about bytes the
-  // client never meant as JSON. Only where the operation takes a body (the others ignore it).
-  app.addHook('preParsing', (request, _reply, payload, done) => {
-    const coding = request.headers['content-encoding']
-    const hasBody = request.headers['transfer-encoding'] !== undefined || (request.headers['content-length'] ?? '0') !== '0'
-    if (coding === undefined || !hasBody || request.routeOptions.schema?.body === undefined) return done(null, payload)
-    done(new ApiError('unsupported_media_type', 'request body must not have a Content-Encoding: send it uncompressed'), payload)
+  // client never meant as JSON. Only on the routes whose operation takes a body (the others ignore
+  // one): a route-level hook, so that the many requests without a body skip Fastify's preParsing
+  // step altogether (it binds a function and makes a runner per request for any hook it has).
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.body === undefined) return
+    route.preParsing = [...hooksOf(route.preParsing), refuseCodedBody]
   })
-
   let closing = false
   app.addHook('preClose', async () => { closing = true })
   app.addHook('onSend', (request, reply, payload, done) => {
