@@ -1,8 +1,7 @@
-import type { FastifySchema, FastifySchemaValidationError, onRequestHookHandler, onSendHookHandler, preValidationHookHandler, RouteHandlerMethod, RouteOptions } from 'fastify'
+import type { onRequestHookHandler, onSendHookHandler, RouteHandlerMethod, RouteOptions } from 'fastify'
 import { ApiError } from './errors.js'
-import { formatValidationErrors, requireBody } from './json-body.js'
+import { requireBody } from './json-body.js'
 import { type HandlerMap, successStatus } from './operation-types.js'
-import { validatorCompiler } from './validation.js'
 import type { ApiDocument, OperationInfo } from './document.js'
 
 export interface OperationContext {
@@ -15,14 +14,25 @@ export interface OperationContext {
 
 type OperationRouteOptions = Pick<RouteOptions, 'handler'> & Partial<Pick<RouteOptions, 'preValidation' | 'onRequest' | 'onSend'>>
 
-// An operation that declares no query parameter gets no query-string schema from the glue, so
-// nothing would refuse `?limit=10`: its route checks the query against an empty schema, with the
-// same validator and message as a declared one (`querystring must NOT have additional properties`).
-const validateNoQuery = validatorCompiler({ schema: { type: 'object', properties: {} } as FastifySchema, httpPart: 'querystring', method: '', url: '' }) as
-  ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
-const refuseQueryParameters: preValidationHookHandler = (request, _reply, done) => {
-  if (validateNoQuery(request.query)) return done()
-  done(new ApiError('invalid_request', formatValidationErrors(validateNoQuery.errors ?? [], 'querystring').message))
+/** The query string of an operation that declares no query parameter: no member at all. */
+const NO_QUERY = { type: 'object', properties: {} } as const
+
+/**
+ * An onRoute hook for the routes fastify-openapi-glue makes: an operation that declares no query
+ * parameter gets no query-string schema from the glue, so nothing would refuse `?limit=10`. Its
+ * route is given an empty one, which the validator compiler closes (src/contract/validation.ts):
+ * Fastify's own validation refuses the parameter, with the message a declared one gets
+ * (`querystring must NOT have additional properties ('limit')`), after the path parameters and
+ * the body, as for every operation. A schema rather than a preValidation hook: a request of
+ * such an operation then goes through no hook runner more than one of any other.
+ */
+export function emptyQuerySchemas (document: ApiDocument): (route: RouteOptions) => void {
+  return (route) => {
+    const operationId = (route.schema as { operationId?: unknown } | undefined)?.operationId
+    const op = typeof operationId === 'string' ? document.operations.get(operationId) : undefined
+    if (op === undefined || op.declaresQuery || route.schema?.querystring !== undefined) return
+    route.schema = { ...route.schema, querystring: NO_QUERY }
+  }
 }
 
 /**
@@ -59,13 +69,9 @@ export function operationResolver (context: OperationContext) {
     const handler = context.handlers[operationId as keyof HandlerMap] as RouteHandlerMethod
     // A returned body is the operation's first 2xx, which need not be 200 (a 201 create, say).
     const status = successStatus(Object.keys((op.definition.responses ?? {}) as object))
-    const preValidation = [
-      ...(op.declaresQuery ? [] : [refuseQueryParameters]),
-      ...(op.bodyRequired ? [requireBody] : [])
-    ]
     return {
       handler: status === 200 ? handler : function (request, reply) { reply.code(status); return handler.call(this, request, reply) },
-      ...(preValidation.length > 0 ? { preValidation } : {}),
+      ...(op.bodyRequired ? { preValidation: [requireBody] } : {}),
       ...(op.deprecated ? deprecationOptions(op, context) : {})
     }
   }

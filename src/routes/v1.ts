@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
-import { operationResolver, methodsByPath, type OperationContext } from '../contract/operations.js'
+import { emptyQuerySchemas, operationResolver, methodsByPath, type OperationContext } from '../contract/operations.js'
 import { responsesByStatus } from '../contract/response-schemas.js'
 import authentication from '../plugins/app/authentication.js'
 import { methodNotAllowed, notFound } from '../plugins/app/error-handling.js'
@@ -15,6 +15,8 @@ export default async function v1 (app: FastifyInstance, context: OperationContex
   await app.register(authentication)
   // Before the glue's routes exist: their response schemas by status (src/contract/response-schemas.ts).
   app.addHook('onRoute', responsesByStatus)
+  // …and a query-string schema for the operations that declare no query parameter (src/contract/operations.ts).
+  app.addHook('onRoute', emptyQuerySchemas(context.document))
   await app.register(openapiGlue, {
     specification: context.document.spec,
     // The glue accepts partial route options from the resolver (they are spread over the route it

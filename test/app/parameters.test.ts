@@ -182,7 +182,12 @@ t.test('the operations of openapi.yaml refuse unknown query parameters too', asy
   for (const url of ['/v1/store/orders?page=2', '/v1/pets/1?expand=tags']) {
     const res = expectError(t, await api.request({ method: 'GET', url, headers }), 400, 'invalid_request', url)
     t.match(res.message, /^querystring must NOT have additional properties \('(page|expand)'\)$/, `${url}: names the parameter`)
+    const head = await api.request({ method: 'HEAD', url, headers })
+    t.equal(head.statusCode, 400, `HEAD ${url} as well`)
   }
+  // Fastify validates the path parameters before the query string, for these operations too.
+  const both = expectError(t, await api.request({ method: 'GET', url: '/v1/pets/abc?expand=tags', headers }), 400, 'invalid_request', 'a bad path parameter and an unknown query parameter')
+  t.match(both.message, /^params\/petId /, 'the path parameter is named first')
   const before = await api.store.listInventory()
   const patch = await api.request({ method: 'PATCH', url: '/v1/inventory/1?quantity=5', headers: { ...headers, 'content-type': 'application/json' }, payload: '{"quantity":3}' })
   expectError(t, patch, 400, 'invalid_request', 'PATCH with a query parameter')
