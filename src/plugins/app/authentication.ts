@@ -45,15 +45,18 @@ const keyFailureReasons: Partial<Record<ErrorCode, AuthFailureReason>> = {
  * refused, are not looked up. An unknown or revoked key is refused here, where that is known, with
  * its own message; an accepted one is the request's `apiKey`.
  */
-async function identify (key: string, request: FastifyRequest): Promise<boolean> {
+function identify (key: string, request: FastifyRequest): Promise<boolean> {
   const keyHash = hashApiKey(key)
   const { apiKeysRepository } = request.server
-  const record = await request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => apiKeysRepository.findActive(keyHash))
-  if (record === undefined || record === 'unknown') throw invalidKey()
-  if (record === 'not-checked') throw notChecked()
-  if (record === 'busy') throw busy()
-  request.apiKey = record
-  return true
+  // A promise chain, not an async function: this runs for every /v1 request (see KeyGuard.check).
+  return request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => apiKeysRepository.findActive(keyHash))
+    .then((record) => {
+      if (record === undefined || record === 'unknown') throw invalidKey()
+      if (record === 'not-checked') throw notChecked()
+      if (record === 'busy') throw busy()
+      request.apiKey = record
+      return true
+    })
 }
 
 /**

@@ -138,55 +138,83 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
     setHeaders(reply, limits.perMinute, limits.perMinute, windowAt(at, MINUTE_MS).end)
   }
 
-  app.decorate('rateLimits', {
-    async count (request: FastifyRequest, reply: FastifyReply, apiKey: ApiKeyRecord | null): Promise<void> {
-      const at = now()
-      const client = clientFor(request, apiKey)
-      request.rateLimitClient = client
-      let states: (WindowState & { name: string, exceeded: boolean, banned: boolean })[]
-      try {
-        const results = await Promise.all(limiters.map((limiter) => limiter.check(request, client.limits)))
-        states = results.map((result, i) => {
-          if (result.isAllowed) throw new Error('no client is exempt from the rate limits')
-          return { name: limiters[i]!.name, limit: result.max, remaining: result.remaining, resetAt: at + result.ttl, exceeded: result.isExceeded, banned: result.isBanned }
-        })
-      } catch (error) {
-        storeFailed(error)
-        metrics?.rateLimitDecision('failed_open')
-        uncounted(reply, client.limits, at)
-        return
-      }
-      if (storeDown) {
-        storeDown = false
-        app.log.info('rate-limit store reachable again: rate limits are enforced')
-      }
+  type Counted = Awaited<ReturnType<Limiter>>
+  type State = WindowState & { name: string, exceeded: boolean, banned: boolean }
 
-      const banned = states.filter((state) => state.banned)
-      const exceeded = states.filter((state) => state.exceeded)
-      if (client.address !== null) {
-        const limiting = [...banned, ...exceeded]
-        keyGuard.addressLimited(client.address, limiting.length === 0 ? undefined : Math.max(...limiting.map((state) => state.resetAt)))
+  /** The store failed: the request is served uncounted (fail open), and the log says so once. */
+  const failOpen = (reply: FastifyReply, client: RateLimitClient, at: number, error: unknown) => {
+    storeFailed(error)
+    metrics?.rateLimitDecision('failed_open')
+    uncounted(reply, client.limits, at)
+  }
+
+  /** What the limiters answered for a request: its headers, and its refusal when a window refuses it. */
+  const judge = (reply: FastifyReply, apiKey: ApiKeyRecord | null, client: RateLimitClient, at: number, results: Counted[]) => {
+    let states: State[]
+    try {
+      states = results.map((result, i) => {
+        if (result.isAllowed) throw new Error('no client is exempt from the rate limits')
+        return { name: limiters[i]!.name, limit: result.max, remaining: result.remaining, resetAt: at + result.ttl, exceeded: result.isExceeded, banned: result.isBanned }
+      })
+    } catch (error) {
+      failOpen(reply, client, at, error)
+      return
+    }
+    if (storeDown) {
+      storeDown = false
+      app.log.info('rate-limit store reachable again: rate limits are enforced')
+    }
+
+    const banned = states.filter((state) => state.banned)
+    const exceeded = states.filter((state) => state.exceeded)
+    if (client.address !== null) {
+      const limiting = [...banned, ...exceeded]
+      keyGuard.addressLimited(client.address, limiting.length === 0 ? undefined : Math.max(...limiting.map((state) => state.resetAt)))
+    }
+    if (banned.length > 0) {
+      // Every banned window reports the ban's end; the headers name the tighter of their limits.
+      const until = banned[0]!.resetAt
+      setHeaders(reply, Math.min(...banned.map((state) => state.limit)), 0, until)
+      const who = apiKey === null ? 'this client address' : 'this API key'
+      metrics?.rateLimitDecision('banned')
+      throw new ApiError('api_key_banned',
+        `${who} is banned until ${new Date(until).toISOString()} for continuing to send requests after its rate limit was reached`,
+        { 'retry-after': String(secondsUntil(at, until)) })
+    }
+    const binding = bindingWindow(states)
+    setHeaders(reply, binding.limit, binding.remaining, binding.resetAt)
+    if (exceeded.length > 0) {
+      const retryAfter = secondsUntil(at, binding.resetAt)
+      metrics?.rateLimitDecision('limited')
+      throw new ApiError('rate_limited',
+        `rate limit of ${binding.limit} requests per ${binding.name} exceeded; retry in ${retryAfter} s`,
+        { 'retry-after': String(retryAfter) })
+    }
+    metrics?.rateLimitDecision('allowed')
+  }
+
+  app.decorate('rateLimits', {
+    // A promise chain, not an async function: every /v1 request is counted, and an async function
+    // suspended at its await kept its whole frame (bench/README.md, "Promises and bytes per request").
+    // It never throws: what fails before the limiters answer is its rejection, as it was.
+    count (request: FastifyRequest, reply: FastifyReply, apiKey: ApiKeyRecord | null): Promise<void> {
+      let client: RateLimitClient
+      let at: number
+      let counted: Promise<Counted[]>
+      try {
+        at = now()
+        client = clientFor(request, apiKey)
+        request.rateLimitClient = client
+      } catch (error) {
+        return Promise.reject(error)
       }
-      if (banned.length > 0) {
-        // Every banned window reports the ban's end; the headers name the tighter of their limits.
-        const until = banned[0]!.resetAt
-        setHeaders(reply, Math.min(...banned.map((state) => state.limit)), 0, until)
-        const who = apiKey === null ? 'this client address' : 'this API key'
-        metrics?.rateLimitDecision('banned')
-        throw new ApiError('api_key_banned',
-          `${who} is banned until ${new Date(until).toISOString()} for continuing to send requests after its rate limit was reached`,
-          { 'retry-after': String(secondsUntil(at, until)) })
+      try {
+        counted = Promise.all(limiters.map((limiter) => limiter.check(request, client.limits)))
+      } catch (error) {
+        failOpen(reply, client, at, error)
+        return Promise.resolve()
       }
-      const binding = bindingWindow(states)
-      setHeaders(reply, binding.limit, binding.remaining, binding.resetAt)
-      if (exceeded.length > 0) {
-        const retryAfter = secondsUntil(at, binding.resetAt)
-        metrics?.rateLimitDecision('limited')
-        throw new ApiError('rate_limited',
-          `rate limit of ${binding.limit} requests per ${binding.name} exceeded; retry in ${retryAfter} s`,
-          { 'retry-after': String(retryAfter) })
-      }
-      metrics?.rateLimitDecision('allowed')
+      return counted.then((results) => { judge(reply, apiKey, client, at, results) }, (error: unknown) => { failOpen(reply, client, at, error) })
     },
 
     /** A request whose caller could not be identified (storage down): answered uncounted, per key or address. */
