@@ -25,32 +25,18 @@ import { request as httpRequest, Agent, type IncomingMessage } from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import Fastify from 'fastify'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import app, { serverOptions } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
+import { commandLine } from './lib/command-line.js'
 import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
 
-function usageError (message: string): never {
-  console.error(`bench/counts.ts: ${message} (--help lists the options)`)
-  process.exit(2)
-}
-
-let parsed
-try {
-  parsed = parseArgs({ options: { requests: { type: 'string' }, help: { type: 'boolean', default: false } } })
-} catch (error) {
-  usageError((error as Error).message)
-}
-const args = parsed.values
-if (args.help) {
-  console.log('usage: npx tsx bench/counts.ts [--requests N]   (N requests counted per operation on the 100-entry dataset, default 200)')
-  process.exit(0)
-}
-const requests = Number(args.requests ?? 200)
-if (!Number.isSafeInteger(requests) || requests < 10) usageError(`--requests must be a whole number from 10 up, not ${args.requests}`)
+const { parse, wholeNumber } = commandLine('bench/counts.ts',
+  'npx tsx bench/counts.ts [--requests N]   (N requests counted per operation on the 100-entry dataset, default 200)')
+const { values: args } = parse({ options: { requests: { type: 'string' }, help: { type: 'boolean', default: false } } })
+const requests = wholeNumber('requests', args.requests, 200, 10)
 const WARM_UP = 10
 const SIZES = [100, 10_000, 100_000]
 

@@ -5,8 +5,8 @@
  * as on a quiet one, so a change of a microsecond's worth of work shows even where a timed A/B
  * cannot separate it from the machine's drift (bench/README.md, "Promises and bytes per request").
  *
- * Each server is a process of its own (the service compiled into bench/out/dist/ as bench/run.ts
- * builds it, the floor through tsx, the baseline from DIR's dist/), on its own copy of the
+ * Each server is a process of its own (the service compiled into bench/out/per-request-dist/ as
+ * bench/run.ts builds it, the floor through tsx, the baseline from DIR's dist/), on its own copy of the
  * 100-entry dataset, with bench/lib/per-request-probe.mjs preloaded. Requests go one at a time
  * over one keep-alive connection, as an enterprise key whose limits never bind: N to warm up, N
  * with the bytes measured, N with the promises counted (the counting hook allocates itself).
@@ -18,37 +18,24 @@ import { Agent, request as httpRequest } from 'node:http'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { parseArgs } from 'node:util'
+import { commandLine } from './lib/command-line.js'
 import { seedDatabase } from './lib/datasets.js'
 import { freePort } from './lib/servers.js'
 
-function usageError (message: string): never {
-  console.error(`bench/per-request.ts: ${message} (--help lists the options)`)
-  process.exit(2)
-}
-
-let parsed
-try {
-  parsed = parseArgs({ options: { requests: { type: 'string' }, baseline: { type: 'string' }, help: { type: 'boolean', default: false } } })
-} catch (error) {
-  usageError((error as Error).message)
-}
-const args = parsed.values
-if (args.help) {
-  console.log('usage: npx tsx bench/per-request.ts [--requests N] [--baseline DIR]   (N requests per measurement, default 2000; DIR: a checkout with its dist/ built)')
-  process.exit(0)
-}
-const requests = Number(args.requests ?? 2000)
-if (!Number.isSafeInteger(requests) || requests < 100) usageError(`--requests must be a whole number from 100 up, not ${args.requests}`)
+const { usageError, parse, wholeNumber } = commandLine('bench/per-request.ts',
+  'npx tsx bench/per-request.ts [--requests N] [--baseline DIR]   (N requests per measurement, default 2000; DIR: a checkout with its dist/ built)')
+const { values: args } = parse({ options: { requests: { type: 'string' }, baseline: { type: 'string' }, help: { type: 'boolean', default: false } } })
+const requests = wholeNumber('requests', args.requests, 2000, 100)
 const baselineDir = args.baseline === undefined ? undefined : resolve(args.baseline)
 if (baselineDir !== undefined && !existsSync(join(baselineDir, 'dist', 'src', 'server.js'))) usageError(`${baselineDir} has no dist/src/server.js: run npm run build there`)
 
 const benchDir = import.meta.dirname
 const projectRoot = join(benchDir, '..')
 const probe = join(benchDir, 'lib', 'per-request-probe.mjs')
-const distDir = join(benchDir, 'out', 'dist')
+// A build of its own, so that a run of bench/run.ts (bench/out/dist/) is left alone.
+const distDir = join(benchDir, 'out', 'per-request-dist')
 rmSync(distDir, { recursive: true, force: true })
-console.log('Compiling the service (tsc -p tsconfig.build.json) into bench/out/dist/')
+console.log('Compiling the service (tsc -p tsconfig.build.json) into bench/out/per-request-dist/')
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 if (spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', distDir], { cwd: projectRoot, stdio: 'inherit' }).status !== 0) process.exit(1)
 

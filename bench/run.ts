@@ -19,7 +19,6 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
-import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { projectRoot } from '../src/contract/paths.js'
 import { compare, comparisonLines, describeCheckout, markdownComparison } from './lib/baseline.js'
 import { encodeCursor } from '../src/contract/paging.js'
@@ -27,27 +26,17 @@ import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, type Ord
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, hasTaskset, machineJiffies, peakRssBytes, pinSelf, resetPeakRss, rssBytes, waitMachineQuiet } from './lib/proc.js'
 import { type Cell, type ConfigId, configTitles, evaluateFloorTargets, evaluateReferences, evaluateScaleTargets, type FocusedResults, isBare, evaluateTargets, type ListWritesResult, type RevocationResult, markdownReferences, markdownTable, markdownTargets, referenceLines, type StageColumn, stageMarkdown, stageText, summarize, targetLines, textTable } from './lib/report.js'
+import { commandLine } from './lib/command-line.js'
 import { compareAnswers, type Probe } from './lib/floor-check.js'
 import { type StageAccount, stageAccounts, summarizeProfile } from './lib/profile.js'
 import { startHealthzPoller } from './lib/stall.js'
 import { nginxBinary, type ProxyHandle, startNginx } from './lib/nginx.js'
 import { freePort, type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
-/** Fails with one line on stderr (a usage error, not a crash). */
-function usageError (message: string): never {
-  console.error(`npm run bench: ${message} (--help lists the options)`)
-  process.exit(2)
-}
+const { usageError, parse, wholeNumber } = commandLine('npm run bench',
+  'npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx] [--baseline DIR] [--rate N]')
 
-function parseOptions<T extends ParseArgsConfig> (config: T) {
-  try {
-    return parseArgs(config)
-  } catch (error) {
-    return usageError((error as Error).message)
-  }
-}
-
-const { values: args } = parseOptions({
+const { values: args } = parse({
   options: {
     quick: { type: 'boolean', default: false },
     rounds: { type: 'string' },
@@ -63,17 +52,8 @@ const { values: args } = parseOptions({
     help: { type: 'boolean', default: false }
   }
 })
-if (args.help) {
-  console.log('usage: npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx] [--baseline DIR] [--rate N]')
-  process.exit(0)
-}
-
 // Whole seconds: wrk takes no fractions.
-const positiveInteger = (name: string, value: string | undefined, fallback: number) => {
-  const n = Number(value ?? fallback)
-  if (!Number.isSafeInteger(n) || n < 1) usageError(`--${name} must be a whole number from 1 up, not ${value}`)
-  return n
-}
+const positiveInteger = (name: string, value: string | undefined, fallback: number) => wholeNumber(name, value, fallback, 1)
 
 // --baseline DIR: the service from this checkout (A) against the one built in DIR (B).
 const baselineDir = args.baseline === undefined ? undefined : resolve(args.baseline)
