@@ -188,6 +188,12 @@ t.test('the operations of openapi.yaml refuse unknown query parameters too', asy
   // Fastify validates the path parameters before the query string, for these operations too.
   const both = expectError(t, await api.request({ method: 'GET', url: '/v1/pets/abc?expand=tags', headers }), 400, 'invalid_request', 'a bad path parameter and an unknown query parameter')
   t.match(both.message, /^params\/petId /, 'the path parameter is named first')
+  const bodyFirst = expectError(t, await api.request({ method: 'PATCH', url: '/v1/inventory/1?quantity=5', headers: { ...headers, 'content-type': 'application/json' }, payload: '{"quantity":-1}' }),
+    400, 'invalid_request', 'a body outside its schema and an unknown query parameter')
+  t.match(bodyFirst.message, /^body\/quantity /, 'the body is named before the query string')
+  const missingFirst = expectError(t, await api.request({ method: 'PATCH', url: '/v1/inventory/abc?quantity=5', headers }),
+    400, 'invalid_request', 'no body, a bad path parameter and an unknown query parameter')
+  t.match(missingFirst.message, /body/i, `a missing body is named first (${missingFirst.message})`)
   const before = await api.store.listInventory()
   const patch = await api.request({ method: 'PATCH', url: '/v1/inventory/1?quantity=5', headers: { ...headers, 'content-type': 'application/json' }, payload: '{"quantity":3}' })
   expectError(t, patch, 400, 'invalid_request', 'PATCH with a query parameter')
