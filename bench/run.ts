@@ -1,7 +1,8 @@
 /**
  * npm run bench [-- options]: the service's benchmark (bench/README.md says what it measures).
  *
- * Every configuration runs as a real server process pinned to core 0; the load generator (wrk
+ * Every configuration runs as a real server process pinned to core 0 (with V8's collector on its main
+ * thread, as docs/operations.md advises for one core); the load generator (wrk
  * when /usr/bin/wrk exists, else autocannon in this process) runs on core 1. After a warm-up the
  * configurations are measured interleaved, round after round (A B C A B C …), so every ratio
  * compares figures taken minutes apart at most, under the same conditions.
@@ -31,7 +32,7 @@ import { compareAnswers, type Probe } from './lib/floor-check.js'
 import { type StageAccount, stageAccounts, summarizeProfile } from './lib/profile.js'
 import { startHealthzPoller } from './lib/stall.js'
 import { nginxBinary, type ProxyHandle, startNginx } from './lib/nginx.js'
-import { freePort, type ServerHandle, startServer, waitIdle } from './lib/servers.js'
+import { freePort, ONE_CORE_NODE_FLAGS, type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
 const { usageError, parse, wholeNumber } = commandLine('npm run bench',
   'npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx] [--baseline DIR] [--rate N]')
@@ -656,7 +657,7 @@ for (const w of workloads) for (const config of w.configs) cells.push({ workload
 const cellCount = cells.length
 const estimate = cellCount * (warmupSec + rounds * durationSec)
 console.log(`${cellCount} measurements × ${rounds} round(s) of ${durationSec} s after ${warmupSec} s warm-up each, with ${generator}` +
-  `${twoCores ? ' (servers on core 0, generator on core 1)' : ' (no pinning: fewer than 2 cores or no taskset)'}: about ${Math.ceil(estimate / 60)} min`)
+  `${twoCores ? ` (servers on core 0 with ${ONE_CORE_NODE_FLAGS.join(' ')}, generator on core 1)` : ' (no pinning: fewer than 2 cores or no taskset)'}: about ${Math.ceil(estimate / 60)} min`)
 
 const startedAt = new Date()
 const loadAverageBefore = (await import('node:os')).loadavg()
@@ -791,7 +792,7 @@ const meta = {
 }
 
 const command = `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
-const setUp = `- CPU: ${meta.cpu}, ${meta.cores} cores${twoCores ? '; every server process pinned to core 0, the load generator to core 1' : '; no pinning'}
+const setUp = `- CPU: ${meta.cpu}, ${meta.cores} cores${twoCores ? `; every server process pinned to core 0 and started with \`${ONE_CORE_NODE_FLAGS.join(' ')}\` (docs/operations.md, "One core"), the load generator to core 1` : '; no pinning'}
 - Node ${meta.node}; load generator: ${generator}${ratePerSec === undefined ? '' : ` held at ${ratePerSec} requests/s (--rate)`}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved
 - Service: \`${args.tsx ? 'src/server.ts through tsx' : 'src/server.ts compiled by tsc (as npm start runs it)'}\` at ${checkout.a}, with \`LOG_LEVEL=${serviceEnv.LOG_LEVEL}\`, \`NODE_ENV=production\`; one enterprise key whose limits never bind (the limiter still counts every request${limiterSeen === false ? ' — but this build had no limiter' : ''})
 - Load average before / after: ${loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}`

@@ -4,6 +4,7 @@ import { once } from 'node:events'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { projectRoot } from '../../src/contract/paths.js'
 import { freePort } from '../../test/helpers/ports.js'
 import { cpuSeconds } from './proc.js'
 
@@ -31,6 +32,16 @@ export interface StartOptions {
 
 // The tests' helper: one definition of how a free loopback port is found.
 export { freePort }
+
+/**
+ * V8 flags of a server pinned to one core: the setting docs/operations.md ("One core") gives for
+ * a process confined to one core. V8's concurrent marking runs on helper threads, which on one
+ * core take turns with the event loop: in stall-100k every major collection (about one a second,
+ * from the Buffers of re-encoded list chunks) stretched the turns it overlapped from ~12 to 25-35
+ * ms. With the collector on the main thread the longest /healthz wait fell from 31-38 to 14-28 ms
+ * at the same CPU per answer (bench/README.md, "The stall check").
+ */
+export const ONE_CORE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc']
 
 /** How long a server may take to answer /healthz after it was started. */
 const START_TIMEOUT_MS = 180_000
@@ -62,10 +73,19 @@ async function startOne (options: StartOptions): Promise<ServerHandle> {
     mkdirSync(options.cpuProfileDir, { recursive: true })
     nodeArgs.push('--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir)
   }
-  nodeArgs.push(options.entry)
+  if (options.core !== undefined) nodeArgs.unshift(...ONE_CORE_NODE_FLAGS)
   const logFile = join(options.logDir, `${options.name}.log`)
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, PORT: String(port), HOST: '127.0.0.1' }
+  // BENCH_LOOP_DELAY_DIR: each server also writes its longest event-loop delay and its collections
+  // per 200 ms to DIR/<name>.jsonl (bench/lib/loop-delay.mjs), the server's own view of a stall.
+  const loopDelayDir = process.env.BENCH_LOOP_DELAY_DIR
+  if (loopDelayDir !== undefined && loopDelayDir !== '' && options.env.LOOP_DELAY_FILE === undefined) {
+    mkdirSync(loopDelayDir, { recursive: true })
+    env.LOOP_DELAY_FILE = join(loopDelayDir, `${options.name}.jsonl`)
+    nodeArgs.unshift(`--import=${join(projectRoot, 'bench', 'lib', 'loop-delay.mjs')}`)
+  }
+  nodeArgs.push(options.entry)
   const log = openSync(logFile, 'w')
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, PORT: String(port), HOST: '127.0.0.1' }
   // taskset execs node, so the pid is the server's own.
   const child = options.core === undefined
     ? spawn(process.execPath, nodeArgs, { cwd: options.cwd, env, stdio: ['ignore', log, log] })

@@ -20,11 +20,12 @@ export interface ServerProcess {
 
 /**
  * Starts src/server.ts as a real process (its TypeScript run as the tests run, node-args.ts) on a free port and waits until it listens.
+ * `nodeFlags` go on node's command line before the entry (V8 flags that NODE_OPTIONS refuses).
  * The process is killed in teardown if the test has not stopped it.
  */
-export async function startServer (t: Teardown, env: Record<string, string>, timeoutMs = 30_000, entry = join(projectRoot, 'src', 'server.ts')): Promise<ServerProcess> {
+export async function startServer (t: Teardown, env: Record<string, string>, timeoutMs = 30_000, entry = join(projectRoot, 'src', 'server.ts'), nodeFlags: readonly string[] = []): Promise<ServerProcess> {
   // `entry` may be the compiled dist/src/server.js, which is what `npm start` runs.
-  const args = entry.endsWith('.ts') ? [...typescriptArgs, entry] : [entry]
+  const args = [...nodeFlags, ...(entry.endsWith('.ts') ? [...typescriptArgs, entry] : [entry])]
   const child = spawn(process.execPath, args, {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },

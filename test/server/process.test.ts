@@ -2,6 +2,7 @@ import { type IncomingMessage, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
+import { projectRoot } from '../../src/contract/paths.js'
 import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import { tempDir } from '../helpers/app.js'
 import { runCli } from '../helpers/cli.js'
@@ -23,6 +24,20 @@ t.test('a first start seeds the demo catalogue and prints one demo key; a restar
   t.equal(items.find((i) => i.petId === 2)?.quantity, 42, 'the acknowledged write survived kill -9')
   t.equal(items.length, demoCatalogue.inventory!.length, 'the demo catalogue was not loaded twice')
   t.equal(await second.stop('SIGTERM'), 0, 'SIGTERM closes cleanly with exit code 0')
+})
+
+t.test('the one-core command of docs/operations.md (node --single-threaded-gc dist/src/server.js) serves, writes and drains', async (t) => {
+  const databaseUrl = `sqlite:${join(tempDir(t), 'one-core.db')}`
+  const entry = join(projectRoot, 'dist', 'src', 'server.js')
+  const server = await startServer(t, { DATABASE_URL: databaseUrl }, 30_000, entry, ['--single-threaded-gc'])
+  const headers = { authorization: `Bearer ${server.demoKey}`, 'content-type': 'application/json' }
+  const patched = await fetch(`${server.baseUrl}/v1/inventory/3`, { method: 'PATCH', headers, body: JSON.stringify({ quantity: 7 }) })
+  t.equal(patched.status, 200, 'a PATCH is answered')
+  const list = await fetch(`${server.baseUrl}/v1/inventory`, { headers })
+  t.equal(list.status, 200)
+  const items = await list.json() as { petId: number, quantity: number }[]
+  t.equal(items.find((i) => i.petId === 3)?.quantity, 7, 'the list shows the write')
+  t.equal(await server.stop('SIGTERM'), 0, 'SIGTERM drains and exits 0')
 })
 
 /** Resolves once a log line matches, polling the lines the server has printed so far. */
