@@ -67,7 +67,7 @@ async function main () {
   }
   // The app's modules are loaded once the configuration is known to be good: a mistyped variable
   // is reported in a fraction of a second, without loading Fastify, the plugins and the drivers.
-  const [{ default: Fastify }, { default: app, serverOptions }, { databaseFailure, ensureDemoKey }] =
+  const [{ default: Fastify }, { default: app, serverOptions }, { databaseFailure, ensureDemoKey, oneCoreAdvice }] =
     await Promise.all([import('fastify'), import('./app.js'), import('./startup.js')])
 
   try {
@@ -134,6 +134,8 @@ async function main () {
           : `cannot listen on ${at} for metrics: ${(error as Error).message}`)
     }
   }
+  const advice = oneCoreAdvice()
+  if (advice !== undefined) server.log.info({ cores: 1 }, advice)
   const docsUrl = `${config.publicBaseUrl}/docs`
   const demoKey = await ensureDemoKey(server.store, config)
   if (demoKey) {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { type Config, maskPassword } from './config.js'
 import { issueApiKey } from './repositories/api-keys.js'
 import type { Store } from './store/types.js'
@@ -43,4 +44,18 @@ export function databaseFailure (error: unknown, databaseUrl: string, next = '')
     return `PostgreSQL: ${message} (DATABASE_URL=${shown}): create it first${name === undefined ? '' : ` (e.g. createdb ${name})`}${next}`
   }
   return `cannot open the database (DATABASE_URL=${shown}): ${message}`
+}
+
+/** The V8 flag docs/operations.md ("One core") gives for a process confined to one core. */
+export const ONE_CORE_FLAG = '--single-threaded-gc'
+
+/**
+ * Advice for the start-up log when the process may use one core only (its CPU affinity: taskset,
+ * cpusets) and node was started without ONE_CORE_FLAG: V8's marking threads would take turns with
+ * the event loop. The service does not set the flag itself: NODE_OPTIONS refuses it, and Node
+ * leaves V8 flags changed after start undefined. So it says so, once.
+ */
+export function oneCoreAdvice (cores = availableParallelism(), nodeFlags: readonly string[] = process.execArgv): string | undefined {
+  if (cores !== 1 || nodeFlags.includes(ONE_CORE_FLAG)) return undefined
+  return `one CPU core available: start node with ${ONE_CORE_FLAG} so that garbage collection does not take turns with requests (docs/operations.md, "One core")`
 }

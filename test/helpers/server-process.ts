@@ -18,15 +18,24 @@ export interface ServerProcess {
   stop (signal?: NodeJS.Signals): Promise<number | string | null>
 }
 
+export interface StartHow {
+  /** Flags on node's command line, before the entry (V8 flags that NODE_OPTIONS refuses). */
+  nodeFlags?: readonly string[]
+  /** The one core the process may use (taskset -c). */
+  core?: number
+}
+
 /**
  * Starts src/server.ts as a real process (its TypeScript run as the tests run, node-args.ts) on a free port and waits until it listens.
- * `nodeFlags` go on node's command line before the entry (V8 flags that NODE_OPTIONS refuses).
+ * `how` may add flags to node's command line or pin the process to one core.
  * The process is killed in teardown if the test has not stopped it.
  */
-export async function startServer (t: Teardown, env: Record<string, string>, timeoutMs = 30_000, entry = join(projectRoot, 'src', 'server.ts'), nodeFlags: readonly string[] = []): Promise<ServerProcess> {
+export async function startServer (t: Teardown, env: Record<string, string>, timeoutMs = 30_000, entry = join(projectRoot, 'src', 'server.ts'), how: StartHow = {}): Promise<ServerProcess> {
   // `entry` may be the compiled dist/src/server.js, which is what `npm start` runs.
-  const args = [...nodeFlags, ...(entry.endsWith('.ts') ? [...typescriptArgs, entry] : [entry])]
-  const child = spawn(process.execPath, args, {
+  const args = [...(how.nodeFlags ?? []), ...(entry.endsWith('.ts') ? [...typescriptArgs, entry] : [entry])]
+  // taskset execs node, so the child's pid is the server's own.
+  const [command, commandArgs] = how.core === undefined ? [process.execPath, args] : ['taskset', ['-c', String(how.core), process.execPath, ...args]]
+  const child = spawn(command, commandArgs, {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe']

@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process'
 import { type IncomingMessage, request as httpRequest } from 'node:http'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
@@ -26,10 +28,13 @@ t.test('a first start seeds the demo catalogue and prints one demo key; a restar
   t.equal(await second.stop('SIGTERM'), 0, 'SIGTERM closes cleanly with exit code 0')
 })
 
+/** Whether taskset can confine a child to one core here. */
+const canPin = spawnSync('taskset', ['-c', '0', 'true']).status === 0
+
 t.test('the one-core command of docs/operations.md (node --single-threaded-gc dist/src/server.js) serves, writes and drains', async (t) => {
   const databaseUrl = `sqlite:${join(tempDir(t), 'one-core.db')}`
   const entry = join(projectRoot, 'dist', 'src', 'server.js')
-  const server = await startServer(t, { DATABASE_URL: databaseUrl }, 30_000, entry, ['--single-threaded-gc'])
+  const server = await startServer(t, { DATABASE_URL: databaseUrl }, 30_000, entry, { nodeFlags: ['--single-threaded-gc'], ...(canPin ? { core: 0 } : {}) })
   const headers = { authorization: `Bearer ${server.demoKey}`, 'content-type': 'application/json' }
   const patched = await fetch(`${server.baseUrl}/v1/inventory/3`, { method: 'PATCH', headers, body: JSON.stringify({ quantity: 7 }) })
   t.equal(patched.status, 200, 'a PATCH is answered')
@@ -37,7 +42,22 @@ t.test('the one-core command of docs/operations.md (node --single-threaded-gc di
   t.equal(list.status, 200)
   const items = await list.json() as { petId: number, quantity: number }[]
   t.equal(items.find((i) => i.petId === 3)?.quantity, 7, 'the list shows the write')
+  t.notOk(server.logs.some((l) => String(l.msg).startsWith('one CPU core available')), 'started as advised: no advice in the log')
   t.equal(await server.stop('SIGTERM'), 0, 'SIGTERM drains and exits 0')
+})
+
+t.test('a server confined to one core without --single-threaded-gc says once, at start, what to add', { skip: canPin ? false : 'taskset is not installed: cannot confine the server to one core' }, async (t) => {
+  const databaseUrl = `sqlite:${join(tempDir(t), 'one-core-advice.db')}`
+  const server = await startServer(t, { DATABASE_URL: databaseUrl }, 30_000, undefined, { core: 0 })
+  const advice = server.logs.filter((l) => String(l.msg).startsWith('one CPU core available'))
+  t.equal(advice.length, 1, 'one line of advice')
+  t.match(advice[0], { level: 30, cores: 1, msg: /--single-threaded-gc .*docs\/operations\.md, "One core"/ }, 'at info level, naming the flag and the docs')
+  t.equal(await server.stop('SIGTERM'), 0)
+
+  const unpinned = await startServer(t, { DATABASE_URL: databaseUrl })
+  t.equal(unpinned.logs.filter((l) => String(l.msg).startsWith('one CPU core available')).length, availableParallelism() === 1 ? 1 : 0,
+    'not confined: advice only if the machine has one core')
+  t.equal(await unpinned.stop('SIGTERM'), 0)
 })
 
 /** Resolves once a log line matches, polling the lines the server has printed so far. */
