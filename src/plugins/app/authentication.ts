@@ -78,7 +78,7 @@ async function authentication (app: FastifyInstance) {
     // and answered 400, its key not looked up.
     const { protocolError } = request
     if (protocolError !== null) {
-      app.rateLimits.count(request, reply, null).then(() => { done(protocolError) }, done)
+      app.rateLimits.count(request, reply, null, (error) => { done(error ?? protocolError) })
       return
     }
     verify(request, reply, (error?: Error) => {
@@ -89,8 +89,7 @@ async function authentication (app: FastifyInstance) {
       }
       const failure = error === undefined ? undefined : (error instanceof ApiError ? error : headerFailures[(error as { code?: string }).code ?? ''] ?? error)
       if (error !== undefined) metrics?.authFailure((error instanceof ApiError ? keyFailureReasons[error.code] : headerFailureReasons[(error as { code?: string }).code ?? '']) ?? 'error')
-      app.rateLimits.count(request, reply, failure === undefined ? request.apiKey : null)
-        .then(() => { done(failure) }, done)
+      app.rateLimits.count(request, reply, failure === undefined ? request.apiKey : null, (error) => { done(error ?? failure) })
     })
   })
 }
