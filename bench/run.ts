@@ -829,10 +829,12 @@ ${notesSection}`
   writeFileSync(join(resultsDir, 'baseline.json'), JSON.stringify({ meta, comparison, cells }, null, 2) + '\n')
   written.push('baseline.md', 'baseline.json')
 } else {
-  const targets = evaluateTargets(cells, 'sqlite')
-  const references = evaluateReferences(cells, 'sqlite')
-  const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres') : []
-  const scaleTargets = evaluateScaleTargets(cells, focused)
+  // With --rate every measurement answers the same requests/s: the targets and references that are
+  // ratios of requests/s say nothing then (evaluateTargets marks them not judged).
+  const targets = evaluateTargets(cells, 'sqlite', ratePerSec)
+  const references = ratePerSec === undefined ? evaluateReferences(cells, 'sqlite') : []
+  const pgTargets = postgresSkipped === undefined && cells.some((c) => c.config === 'postgres') ? evaluateTargets(cells, 'postgres', ratePerSec) : []
+  const scaleTargets = evaluateScaleTargets(cells, focused, ratePerSec)
   const floorTargets = evaluateFloorTargets(cells, 'sqlite')
   console.log('\nTargets of issue 5 (medians of per-round ratios):')
   for (const line of [...targetLines(targets), ...targetLines(pgTargets)]) console.log('  ' + line)

@@ -118,26 +118,33 @@ function perRound (a: Cell | undefined, b: Cell | undefined, combine: (a: Sample
 }
 
 /** Median over rounds of the per-round ratio a/b of req/s (both measured in the same round). */
-const ratio = (a: Cell | undefined, b: Cell | undefined) => perRound(a, b, (sa, sb) => sa.rps / sb.rps)
+const rpsRatio = (a: Cell | undefined, b: Cell | undefined) => perRound(a, b, (sa, sb) => sa.rps / sb.rps)
 
 /** Bare GET / as measured just before this workload in each round, else the round's own GET /. */
 const ceilingFor = (cells: Cell[], workload: string) => find(cells, workload, 'ceiling') ?? find(cells, 'root', 'bare')
 const ceilingNote = (cells: Cell[], workload: string) => find(cells, workload, 'ceiling') === undefined ? '' : ' (measured just before it)'
 
-const x = (n: number | undefined) => n === undefined ? 'not measured' : `${n.toFixed(2)} ×`
+const times = (n: number | undefined) => n === undefined ? 'not measured' : `${n.toFixed(2)} ×`
+const x = times
 const mib = (bytes: number | undefined) => bytes === undefined ? 'n/a' : `${(bytes / 2 ** 20).toFixed(0)} MiB`
 
-export function evaluateTargets (cells: Cell[], engine: 'sqlite' | 'postgres' = 'sqlite'): TargetResult[] {
+/**
+ * Issue 5's targets. Most are ratios of requests/s; with `fixedRate` (--rate) every measurement was
+ * held at that rate, so those ratios are ~1 whatever the servers cost and are not judged.
+ */
+export function evaluateTargets (cells: Cell[], engine: 'sqlite' | 'postgres' = 'sqlite', fixedRate?: number): TargetResult[] {
   const results: TargetResult[] = []
+  const ratio = fixedRate === undefined ? rpsRatio : () => undefined
+  const x = fixedRate === undefined ? times : () => `not judged: every measurement held at ${fixedRate} requests/s (--rate)`
   const list100 = ratio(find(cells, 'list-100', engine), ceilingFor(cells, 'list-100'))
   results.push({ target: `GET list, 100 entries, ${engine} ≥ 0.45 × bare Fastify GET /${ceilingNote(cells, 'list-100')}`, measured: x(list100), met: list100 === undefined ? undefined : list100 >= 0.45 })
   const patch = ratio(find(cells, 'patch', engine), ceilingFor(cells, 'patch'))
   results.push({ target: `PATCH, ${engine} ≥ 0.55 × bare Fastify GET /${ceilingNote(cells, 'patch')}`, measured: x(patch), met: patch === undefined ? undefined : patch >= 0.55 })
 
   for (const workload of ['list-100', 'list-10k', 'list-100k', 'list-100k-1c', 'list-10k-writes', 'patch', 'get-pet']) {
+    if (find(cells, workload, engine) === undefined || find(cells, workload, 'express') === undefined) continue
     const r = ratio(find(cells, workload, engine), find(cells, workload, 'express'))
-    if (r === undefined) continue
-    results.push({ target: `${workload}: ${engine} ≥ 5 × the Express peer`, measured: x(r), met: r >= 5 })
+    results.push({ target: `${workload}: ${engine} ≥ 5 × the Express peer`, measured: x(r), met: r === undefined ? undefined : r >= 5 })
   }
 
   const list10k = ratio(find(cells, 'list-10k', engine), find(cells, 'list-10k', 'bare'))
@@ -198,7 +205,7 @@ const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`
  * The targets of issue 15 (large catalogues, PostgreSQL at speed): two from this run's workloads,
  * the others from the focused scripts a full run starts after them (`focused`).
  */
-export function evaluateScaleTargets (cells: Cell[], focused: FocusedResults | undefined): TargetResult[] {
+export function evaluateScaleTargets (cells: Cell[], focused: FocusedResults | undefined, fixedRate?: number): TargetResult[] {
   const results: TargetResult[] = []
   const notRun = (why: string | undefined) => why === undefined ? 'not measured (only a full run starts the focused scripts)' : `not measured: ${why}`
 
@@ -215,9 +222,10 @@ export function evaluateScaleTargets (cells: Cell[], focused: FocusedResults | u
   for (const engine of ['sqlite', 'postgres'] as const) {
     const mixed = find(cells, 'list-10k-writes', engine)
     const readOnly = find(cells, 'list-10k', engine)
-    const r = ratio(mixed, readOnly)
+    const r = fixedRate === undefined ? rpsRatio(mixed, readOnly) : undefined
     const judged = engine === 'sqlite' ? '' : ' (informative)'
-    results.push({ target: `10,000 entries, 50 connections, 1 write in 10, ${engine}: ≥ 0.6 × the read-only req/s${judged}`, measured: r === undefined ? 'not measured' : `${x(r)} (${summarize(mixed!).rps.toFixed(0)} vs ${summarize(readOnly!).rps.toFixed(0)} req/s)`, met: r === undefined || engine !== 'sqlite' ? undefined : r >= 0.6 })
+    const unmeasured = fixedRate === undefined ? 'not measured' : `not judged: every measurement held at ${fixedRate} requests/s (--rate)`
+    results.push({ target: `10,000 entries, 50 connections, 1 write in 10, ${engine}: ≥ 0.6 × the read-only req/s${judged}`, measured: r === undefined ? unmeasured : `${x(r)} (${summarize(mixed!).rps.toFixed(0)} vs ${summarize(readOnly!).rps.toFixed(0)} req/s)`, met: r === undefined || engine !== 'sqlite' ? undefined : r >= 0.6 })
     const p99 = mixed === undefined ? undefined : summarize(mixed).p99
     results.push({ target: `the same, ${engine}: p99 ≤ 50 ms${judged}`, measured: p99 === undefined ? 'not measured' : ms(p99), met: p99 === undefined || engine !== 'sqlite' ? undefined : p99 <= 50 })
   }
@@ -260,9 +268,9 @@ export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres'
   const refs: Reference[] = []
   const barePatch = find(cells, 'patch', 'bare')
   const push = (what: string, value: number | undefined) => { if (value !== undefined) refs.push({ what, measured: x(value) }) }
-  push(`bare Fastify PATCH (from a Map) / bare Fastify GET /${ceilingNote(cells, 'patch')}`, ratio(barePatch, ceilingFor(cells, 'patch')))
-  push(`PATCH, ${engine} / bare Fastify PATCH (from a Map)`, ratio(find(cells, 'patch', engine), barePatch))
-  push(`GET pet, ${engine} / bare Fastify GET pet (from a Map)`, ratio(find(cells, 'get-pet', engine), find(cells, 'get-pet', 'bare')))
+  push(`bare Fastify PATCH (from a Map) / bare Fastify GET /${ceilingNote(cells, 'patch')}`, rpsRatio(barePatch, ceilingFor(cells, 'patch')))
+  push(`PATCH, ${engine} / bare Fastify PATCH (from a Map)`, rpsRatio(find(cells, 'patch', engine), barePatch))
+  push(`GET pet, ${engine} / bare Fastify GET pet (from a Map)`, rpsRatio(find(cells, 'get-pet', engine), find(cells, 'get-pet', 'bare')))
   // Scale-out: does an instance cost the same per request when another shares its database?
   const two = find(cells, 'scale-out', 'nginx')
   const one = find(cells, 'scale-out', 'pg-redis')
@@ -279,7 +287,7 @@ export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres'
       for (const [workload, title] of [['list-100', 'GET list, 100'], ['patch', 'PATCH'], ['get-pet', 'GET pet']] as const) {
         const variant = find(cells, workload, config)
         const plain = find(cells, workload, 'sqlite')
-        const r = ratio(variant, plain)
+        const r = rpsRatio(variant, plain)
         const added = perRound(variant, plain, (a, b) => a.cpuPerRequest - b.cpuPerRequest)
         if (r !== undefined && added !== undefined) {
           refs.push({ what: `${title}, sqlite: ${comparison}`, measured: `${x(r)} req/s; ${added >= 0 ? '+' : ''}${added.toFixed(1)} µs of server CPU per request` })
@@ -300,7 +308,7 @@ export function evaluateReferences (cells: Cell[], engine: 'sqlite' | 'postgres'
   // Issue 14: after a write, a compressed list is not slower to get than twice the uncompressed one.
   for (const size of ['10k', '100k']) {
     for (const coding of ['gzip', 'br']) {
-      const r = ratio(find(cells, `list-${size}-writes-${coding}`, engine), find(cells, `list-${size}-writes`, engine))
+      const r = rpsRatio(find(cells, `list-${size}-writes-${coding}`, engine), find(cells, `list-${size}-writes`, engine))
       if (r !== undefined) refs.push({ what: `GET list, ${size}, 1 write in 10, ${engine}: ${coding} / uncompressed (≥ 0.5 × wanted)`, measured: x(r) })
     }
   }
