@@ -5,6 +5,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { projectRoot } from '../../src/contract/paths.js'
+import { ONE_CORE_FLAG } from '../../src/startup.js'
 import { freePort } from '../../test/helpers/ports.js'
 import { cpuSeconds } from './proc.js'
 
@@ -41,7 +42,7 @@ export { freePort }
  * ms. With the collector on the main thread the longest /healthz wait fell from 31-38 to 14-28 ms
  * at the same CPU per answer (bench/README.md, "The stall check").
  */
-export const ONE_CORE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc']
+export const ONE_CORE_NODE_FLAGS: readonly string[] = [ONE_CORE_FLAG]
 
 /** How long a server may take to answer /healthz after it was started. */
 const START_TIMEOUT_MS = 180_000
