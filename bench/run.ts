@@ -13,7 +13,9 @@
  * processes and the floor run with --cpu-prof; profiles, their summaries and the per-stage account
  * of issue 23 land in bench/out/profiles/ and the report), --tsx
  * (run the service from src/ through tsx instead of compiling it first, as `npm start` runs it,
- * into bench/out/dist/), --baseline DIR (A/B: this checkout against the build in DIR/dist/).
+ * into bench/out/dist/), --baseline DIR (A/B: this checkout against the build in DIR/dist/),
+ * --fresh-processes (every server restarted before each round after the first, and warmed up
+ * again: each round measures new processes, so a ratio's median is not one process's luck).
  */
 import { spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -35,7 +37,7 @@ import { nginxBinary, type ProxyHandle, startNginx } from './lib/nginx.js'
 import { freePort, ONE_CORE_NODE_FLAGS, type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
 const { usageError, parse, wholeNumber } = commandLine('npm run bench',
-  'npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx] [--baseline DIR] [--rate N]')
+  'npm run bench [-- --quick] [--rounds N] [--duration S] [--warmup S] [--only list-100,patch] [--configs sqlite,express] [--generator wrk|autocannon] [--profile] [--tsx] [--baseline DIR] [--rate N] [--fresh-processes]')
 
 const { values: args } = parse({
   options: {
@@ -50,6 +52,7 @@ const { values: args } = parse({
     tsx: { type: 'boolean', default: false },
     baseline: { type: 'string' },
     rate: { type: 'string' },
+    'fresh-processes': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false }
   }
 })
@@ -77,6 +80,11 @@ const warmupSec = positiveInteger('warmup', args.warmup, quick ? 1 : 5)
 // rate both do the same network work. bench/README.md, "CPU per answer at one rate".
 const ratePerSec = args.rate === undefined ? undefined : positiveInteger('rate', args.rate, 1)
 if (ratePerSec !== undefined && args.generator === 'wrk') usageError('--rate needs --generator autocannon: wrk cannot hold a rate')
+// --fresh-processes: two processes of one build, on the same core and data, can differ by 10 % or
+// more in CPU per answer for their whole lives (bench/README.md, "One process is one draw"). New
+// processes for every round make the median of per-round ratios a median over processes too.
+const freshProcesses = args['fresh-processes']
+if (freshProcesses && args.profile) usageError('--fresh-processes takes no --profile: a profile covers one process, and the stage account reads one per configuration')
 const generator = (args.generator ?? (ratePerSec === undefined ? defaultGenerator() : 'autocannon')) as Generator
 if (generator !== 'wrk' && generator !== 'autocannon') usageError('--generator must be wrk or autocannon')
 const adminPgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -169,12 +177,13 @@ const STOCK = 1_000_000_000
 /**
  * Deliveries per second that no run reaches (on the 2-core VM of the README's figures a PATCH
  * peaks under 10,000 req/s): the deliver dataset gets enough placed orders for this rate over the
- * warm-up and every round, so that no PATCH meets an order delivered before. A faster run would
+ * warm-ups (one per round with --fresh-processes) and every round, so that no PATCH meets an order delivered before. A faster run would
  * run past the last one and get 404s, counted as errors.
  */
 const MAX_DELIVERIES_PER_SECOND = 20_000
 const deliverConnections = 50
-const deliverable = Math.ceil(MAX_DELIVERIES_PER_SECOND * (warmupSec + rounds * durationSec)) + (rounds + 1) * deliverConnections
+const warmups = freshProcesses ? rounds : 1
+const deliverable = Math.ceil(MAX_DELIVERIES_PER_SECOND * (warmups * warmupSec + rounds * durationSec)) + (warmups + rounds) * deliverConnections
 const ORDER_PAGES = 100
 const orderDatasets = {
   'place-order': { size: 100, stock: { pets: 100, units: STOCK } },
@@ -655,9 +664,27 @@ const cells: Cell[] = []
 for (const w of workloads) for (const config of w.configs) cells.push({ workload: w.id, workloadTitle: w.title, config, connections: w.connections, samples: [] })
 
 const cellCount = cells.length
-const estimate = cellCount * (warmupSec + rounds * durationSec)
+const estimate = cellCount * (warmups * warmupSec + rounds * durationSec)
 console.log(`${cellCount} measurements × ${rounds} round(s) of ${durationSec} s after ${warmupSec} s warm-up each, with ${generator}` +
   `${twoCores ? ` (servers on core 0 with ${ONE_CORE_NODE_FLAGS.join(' ')}, generator on core 1)` : ' (no pinning: fewer than 2 cores or no taskset)'}: about ${Math.ceil(estimate / 60)} min`)
+
+/**
+ * --fresh-processes: every server not behind a proxy is stopped and started again (the same
+ * options, a new port, the same data), then every measurement is warmed up again as at the start.
+ * The instances behind nginx keep their processes: the proxy knows their ports.
+ */
+async function freshRound (round: number) {
+  const grouped = new Set([...instanceGroups.values()].flat())
+  const restartable = [...servers.values()].filter((s) => !grouped.has(s))
+  process.stdout.write(`round ${round}/${rounds}: restarting ${restartable.length} server(s)…\r`)
+  for (const server of restartable) servers.set(server.name, await server.restart())
+  for (const w of workloads) {
+    for (const config of w.configs) {
+      process.stdout.write(`warm-up ${w.id} on ${config} (round ${round})…\r`)
+      await measure(w, config, warmupSec, 0)
+    }
+  }
+}
 
 const startedAt = new Date()
 const loadAverageBefore = (await import('node:os')).loadavg()
@@ -669,6 +696,7 @@ try {
     }
   }
   for (let round = 1; round <= rounds; round++) {
+    if (freshProcesses && round > 1) await freshRound(round)
     for (const w of workloads) {
       const order = baselineDir !== undefined && firstInRound(round) === 'B' ? [...w.configs].reverse() : w.configs
       for (const config of order) {
@@ -776,6 +804,7 @@ const meta = {
   node: process.version,
   generator,
   ratePerSec: ratePerSec ?? null,
+  freshProcesses,
   pinned: twoCores,
   mode: quick ? 'quick' : baselineDir !== undefined ? 'baseline' : fullRun ? 'full' : 'partial',
   rounds,
@@ -793,7 +822,7 @@ const meta = {
 
 const command = `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
 const setUp = `- CPU: ${meta.cpu}, ${meta.cores} cores${twoCores ? `; every server process pinned to core 0 and started with \`${ONE_CORE_NODE_FLAGS.join(' ')}\` (docs/operations.md, "One core"), the load generator to core 1` : '; no pinning'}
-- Node ${meta.node}; load generator: ${generator}${ratePerSec === undefined ? '' : ` held at ${ratePerSec} requests/s (--rate)`}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved
+- Node ${meta.node}; load generator: ${generator}${ratePerSec === undefined ? '' : ` held at ${ratePerSec} requests/s (--rate)`}; ${rounds} round(s) of ${durationSec} s per measurement after ${warmupSec} s of warm-up, configurations interleaved${freshProcesses ? '; every round on new server processes, each warmed up again (--fresh-processes)' : ''}
 - Service: \`${args.tsx ? 'src/server.ts through tsx' : 'src/server.ts compiled by tsc (as npm start runs it)'}\` at ${checkout.a}, with \`LOG_LEVEL=${serviceEnv.LOG_LEVEL}\`, \`NODE_ENV=production\`; one enterprise key whose limits never bind (the limiter still counts every request${limiterSeen === false ? ' — but this build had no limiter' : ''})
 - Load average before / after: ${loadAverageBefore.map((n) => n.toFixed(2)).join(' ')} / ${loadAverageAfter.map((n) => n.toFixed(2)).join(' ')}`
 const notesSection = notes.length > 0 ? '## Notes\n\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''

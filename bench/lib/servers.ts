@@ -16,6 +16,12 @@ export interface ServerHandle {
   logFile: string
   child: ChildProcess
   stop (): Promise<void>
+  /**
+   * Stops this process and starts a new one with the same options (on a new port, over the same
+   * data): `--fresh-processes` gives every round processes of its own (bench/README.md, "One
+   * process is one draw").
+   */
+  restart (): Promise<ServerHandle>
 }
 
 export interface StartOptions {
@@ -29,6 +35,8 @@ export interface StartOptions {
   core: number | undefined
   /** Directory for --cpu-prof output, when profiling. */
   cpuProfileDir?: string | undefined
+  /** Appends to the log file instead of replacing it (a restarted server keeps its predecessors' lines). */
+  appendLog?: boolean
 }
 
 // The tests' helper: one definition of how a free loopback port is found.
@@ -86,7 +94,7 @@ async function startOne (options: StartOptions): Promise<ServerHandle> {
     nodeArgs.unshift(`--import=${join(projectRoot, 'bench', 'lib', 'loop-delay.mjs')}`)
   }
   nodeArgs.push(options.entry)
-  const log = openSync(logFile, 'w')
+  const log = openSync(logFile, options.appendLog === true ? 'a' : 'w')
   // taskset execs node, so the pid is the server's own.
   const child = options.core === undefined
     ? spawn(process.execPath, nodeArgs, { cwd: options.cwd, env, stdio: ['ignore', log, log] })
@@ -112,18 +120,23 @@ async function startOne (options: StartOptions): Promise<ServerHandle> {
     await sleep(100)
   }
 
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGTERM')
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+    await exited
+    clearTimeout(killer)
+  }
   return {
     name: options.name,
     pid: child.pid!,
     baseUrl,
     logFile,
     child,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      child.kill('SIGTERM')
-      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
-      await exited
-      clearTimeout(killer)
+    stop,
+    restart: async () => {
+      await stop()
+      return await startServer({ ...options, appendLog: true })
     }
   }
 }
