@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -46,6 +46,24 @@ t.test('the runner refuses --fresh-processes with --profile, in one line', async
   const result = await run(process.execPath, [...typescriptArgs, runner, '--fresh-processes', '--profile'], {})
   t.equal(result.code, 2)
   t.equal(result.stderr.trim(), 'npm run bench: --fresh-processes takes no --profile: a profile covers one process, and the stage account reads one per configuration (--help lists the options)')
+})
+
+t.test('the runner with --fresh-processes restarts its servers between rounds and measures each round', async (t) => {
+  const result = await run(process.execPath, [...typescriptArgs, runner, '--quick', '--fresh-processes', '--only', 'get-pet', '--configs', 'floor,sqlite', '--rounds', '2'], {}, 600_000)
+  t.equal(result.code, 0, `exits 0 (stderr: ${result.stderr.slice(-500)})`)
+  t.match(result.stdout, /round 2\/2: restarting 2 server\(s\)/, 'both servers restarted before round 2')
+  t.match(result.stdout, /warm-up get-pet on sqlite \(round 2\)/, 'and warmed up again')
+  const written = JSON.parse(readFileSync(join(projectRoot, 'bench', 'out', 'results.json'), 'utf8')) as {
+    meta: { freshProcesses: boolean, rounds: number }
+    cells: { config: string, samples: { round: number, requests: number, cpuPerRequest: number }[] }[]
+  }
+  t.equal(written.meta.freshProcesses, true, 'results.json records it')
+  for (const config of ['floor', 'sqlite']) {
+    const cell = written.cells.find((c) => c.config === config)
+    t.same(cell?.samples.map((s) => s.round), [1, 2], `${config}: a sample from each round`)
+    t.ok(cell?.samples.every((s) => s.requests > 0 && s.cpuPerRequest > 0), `${config}: every round answered requests and measured their CPU`)
+  }
+  t.match(readFileSync(join(projectRoot, 'bench', 'out', 'results.md'), 'utf8'), /every round on new server processes, each warmed up again \(--fresh-processes\)/, 'results.md says so')
 })
 
 t.test('a restarted server is a new process on the same options, and the old one is gone', async (t) => {
