@@ -18,6 +18,7 @@ import { commandLine } from './lib/command-line.js'
 import { seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, runLoad } from './lib/load.js'
 import { coreCount, cpuSeconds, hasTaskset, pinSelf } from './lib/proc.js'
+import { median } from './lib/report.js'
 import { type ServerHandle, startServer, waitIdle } from './lib/servers.js'
 
 const { usageError, parse, wholeNumber } = commandLine('bench/process-spread.ts',
@@ -62,11 +63,6 @@ if (serverKind === 'service') {
 const seeded = join(scratch, 'seeded.db')
 const key = await seedDatabase(`sqlite:${seeded}`, 100)
 const servers: ServerHandle[] = []
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
-}
 
 try {
   for (let i = 1; i <= processes; i++) {
