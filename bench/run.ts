@@ -177,8 +177,8 @@ const STOCK = 1_000_000_000
 /**
  * Deliveries per second that no run reaches (on the 2-core VM of the README's figures a PATCH
  * peaks under 10,000 req/s): the deliver dataset gets enough placed orders for this rate over the
- * warm-ups (one per round with --fresh-processes) and every round, so that no PATCH meets an order delivered before. A faster run would
- * run past the last one and get 404s, counted as errors.
+ * warm-ups (one per round with --fresh-processes) and every round, so that no PATCH meets an order
+ * delivered before. A faster run would run past the last one and get 404s, counted as errors.
  */
 const MAX_DELIVERIES_PER_SECOND = 20_000
 const deliverConnections = 50
