@@ -752,6 +752,11 @@ const busy = cells.flatMap((c) => c.samples).map((s) => s.otherCpu)
 const maxOther = busy.length === 0 ? 0 : Math.max(...busy)
 if (noisyStarts > 0) note(`${noisyStarts} measurement(s) started while other processes still kept 0.15 cores or more busy after 20 s of waiting`)
 if (maxOther > 0.2) note(`other processes kept up to ${maxOther.toFixed(2)} cores busy during some measurements: figures are noisy; rerun on a quiet machine`)
+// The ratios that judge a change (A/B) or the service against its floor compare processes, and
+// identical processes can differ for their whole lives (bench/README.md, "One process is one draw").
+if ((baselineDir !== undefined || cells.some((c) => c.config === 'floor')) && (!freshProcesses || rounds === 1)) {
+  note('every configuration was measured in one process for all its rounds: its ratios to the others can be off by up to about 15 % from the processes drawn alone (bench/README.md, "One process is one draw"); --fresh-processes with several rounds measures new processes each round')
+}
 
 /**
  * The per-stage account of issue 23, with --profile: for every process that was profiled (the
