@@ -11,13 +11,13 @@
  * over one keep-alive connection, as an enterprise key whose limits never bind: N to warm up, N
  * with the bytes measured, N with the promises counted (the counting hook allocates itself).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { Agent, request as httpRequest } from 'node:http'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { compileService } from './lib/build.js'
 import { commandLine } from './lib/command-line.js'
 import { seedDatabase } from './lib/datasets.js'
 import { freePort } from './lib/servers.js'
@@ -33,11 +33,8 @@ const benchDir = import.meta.dirname
 const projectRoot = join(benchDir, '..')
 const probe = join(benchDir, 'lib', 'per-request-probe.mjs')
 // A build of its own, so that a run of bench/run.ts (bench/out/dist/) is left alone.
-const distDir = join(benchDir, 'out', 'per-request-dist')
-rmSync(distDir, { recursive: true, force: true })
-console.log('Compiling the service (tsc -p tsconfig.build.json) into bench/out/per-request-dist/')
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-if (spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', distDir], { cwd: projectRoot, stdio: 'inherit' }).status !== 0) process.exit(1)
+const build = compileService(join(benchDir, 'out', 'per-request-dist'))
+if (!build.ok) process.exit(1)
 
 interface Measured { allocatedBytes: number, promises: number, collections: number }
 interface Server { name: string, port: number, child: ChildProcess, ask (message: object): Promise<Measured> }
@@ -68,7 +65,7 @@ const copyOf = (name: string) => {
 }
 const serviceEnv = (file: string) => ({ DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'warn', NODE_ENV: 'production', SEED: 'false' })
 const servers: Server[] = []
-servers.push(await start('service', [join(distDir, 'src', 'server.js')], serviceEnv(copyOf('service')), projectRoot))
+servers.push(await start('service', [build.entry], serviceEnv(copyOf('service')), projectRoot))
 if (baselineDir !== undefined) servers.push(await start('baseline', [join(baselineDir, 'dist', 'src', 'server.js')], serviceEnv(copyOf('baseline')), baselineDir))
 servers.push(await start('floor', ['--import', 'tsx', join(benchDir, 'servers', 'floor.ts')], { DATABASE_FILE: copyOf('floor'), NODE_ENV: 'production' }, projectRoot))
 

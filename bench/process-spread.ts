@@ -9,11 +9,10 @@
  * process, not to the machine's drift, and a run that starts one process per configuration
  * compares two such draws (bench/README.md, "One process is one draw").
  */
-import { spawnSync } from 'node:child_process'
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { compileService } from './lib/build.js'
 import { commandLine } from './lib/command-line.js'
 import { seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, runLoad } from './lib/load.js'
@@ -53,11 +52,9 @@ const logDir = join(benchDir, 'out', 'logs')
 let entry = join(benchDir, 'servers', 'floor.ts')
 if (serverKind === 'service') {
   // Compiled, as bench/run.ts runs it; a build of its own leaves bench/out/dist/ to the runner.
-  const distDir = join(benchDir, 'out', 'spread-dist')
-  rmSync(distDir, { recursive: true, force: true })
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  if (spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', distDir], { cwd: projectRoot, stdio: 'inherit' }).status !== 0) process.exit(1)
-  entry = join(distDir, 'src', 'server.js')
+  const build = compileService(join(benchDir, 'out', 'spread-dist'))
+  if (!build.ok) process.exit(1)
+  entry = build.entry
 }
 
 const seeded = join(scratch, 'seeded.db')

@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { projectRoot } from '../src/contract/paths.js'
 import { compare, comparisonLines, describeCheckout, markdownComparison } from './lib/baseline.js'
+import { compileService } from './lib/build.js'
 import { encodeCursor } from '../src/contract/paging.js'
 import { createPostgresDatabase, deleteRedisKeys, dropPostgresDatabase, type OrderStock, placedOrderIds, plainOrderCount, postgresBackends, postgresConnectionRoom, postgresUnavailable, redact, redisUnavailable, seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, type Generator, type RequestTemplate, runLoad } from './lib/load.js'
@@ -363,14 +364,10 @@ let serviceEntry = join(projectRoot, 'src', 'server.ts')
 if (!args.tsx) {
   // Compiled JavaScript, as `npm start` runs it (tsx would add its loader's memory to the RSS
   // figures). Built into bench/out/ so that a dist/ other processes use is left alone.
-  const distDir = join(outDir, 'dist')
-  rmSync(distDir, { recursive: true, force: true })
-  console.log('Compiling the service (tsc -p tsconfig.build.json) into bench/out/dist/')
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', distDir], { cwd: projectRoot, stdio: 'inherit' })
-  serviceEntry = join(distDir, 'src', 'server.js')
+  const build = compileService(join(outDir, 'dist'))
+  serviceEntry = build.entry
   if (!existsSync(serviceEntry)) throw new Error('tsc produced no bench/out/dist/src/server.js')
-  if (build.status !== 0) note('tsc reported type errors (the JavaScript it emitted is benchmarked all the same)')
+  if (!build.ok) note('tsc reported type errors (the JavaScript it emitted is benchmarked all the same)')
 }
 
 console.log(`Preparing datasets ${datasetIds.map((id) => isOrderDataset(id) ? id : Number(id).toLocaleString('en')).join(' / ')} in ${scratch}`)
