@@ -17,6 +17,7 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { Agent, request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { projectRoot } from '../src/contract/paths.js'
 import { compileService } from './lib/build.js'
 import { commandLine } from './lib/command-line.js'
 import { seedDatabase } from './lib/datasets.js'
@@ -30,7 +31,6 @@ const baselineDir = args.baseline === undefined ? undefined : resolve(args.basel
 if (baselineDir !== undefined && !existsSync(join(baselineDir, 'dist', 'src', 'server.js'))) usageError(`${baselineDir} has no dist/src/server.js: run npm run build there`)
 
 const benchDir = import.meta.dirname
-const projectRoot = join(benchDir, '..')
 const probe = join(benchDir, 'lib', 'per-request-probe.mjs')
 // A build of its own, so that a run of bench/run.ts (bench/out/dist/) is left alone.
 const build = compileService(join(benchDir, 'out', 'per-request-dist'))

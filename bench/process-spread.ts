@@ -13,6 +13,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { compileService } from './lib/build.js'
+import { projectRoot } from '../src/contract/paths.js'
 import { commandLine } from './lib/command-line.js'
 import { seedDatabase } from './lib/datasets.js'
 import { defaultGenerator, runLoad } from './lib/load.js'
@@ -45,7 +46,6 @@ const warmupSec = wholeNumber('warmup', args.warmup, 2, 1)
 const twoCores = coreCount() >= 2 && hasTaskset()
 if (twoCores) pinSelf(1)
 const benchDir = import.meta.dirname
-const projectRoot = join(benchDir, '..')
 const scratch = mkdtempSync(join(tmpdir(), 'process-spread-'))
 const logDir = join(benchDir, 'out', 'logs')
 

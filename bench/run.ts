@@ -675,9 +675,14 @@ async function freshRound (round: number) {
   const restartable = [...servers.values()].filter((s) => !grouped.has(s))
   process.stdout.write(`round ${round}/${rounds}: restarting ${restartable.length} server(s)…\r`)
   for (const server of restartable) servers.set(server.name, await server.restart())
+  await warmUp(` (round ${round})`)
+}
+
+/** Every measurement once for warmupSec, not recorded (`label` is added to the progress line). */
+async function warmUp (label = '') {
   for (const w of workloads) {
     for (const config of w.configs) {
-      process.stdout.write(`warm-up ${w.id} on ${config} (round ${round})…\r`)
+      process.stdout.write(`warm-up ${w.id} on ${config}${label}…\r`)
       await measure(w, config, warmupSec, 0)
     }
   }
@@ -686,12 +691,7 @@ async function freshRound (round: number) {
 const startedAt = new Date()
 const loadAverageBefore = (await import('node:os')).loadavg()
 try {
-  for (const w of workloads) {
-    for (const config of w.configs) {
-      process.stdout.write(`warm-up ${w.id} on ${config}…\r`)
-      await measure(w, config, warmupSec, 0)
-    }
-  }
+  await warmUp()
   for (let round = 1; round <= rounds; round++) {
     if (freshProcesses && round > 1) await freshRound(round)
     for (const w of workloads) {
