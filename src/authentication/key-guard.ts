@@ -1,3 +1,5 @@
+import type { MaybePromise } from '../maybe-promise.js'
+
 /** Why a presented key was refused without its lookup. */
 export type KeyRefusal =
   /** The store said a moment ago that it has no such active key. */
@@ -88,20 +90,24 @@ export class KeyGuard {
    * The active key with this hash, found by `find` when the lookup is worth making, or why it was
    * refused without one. `address` (the client address) is asked for only when needed.
    */
-  check<R extends object> (keyHash: string, address: () => string, find: () => Promise<R | undefined>): Promise<R | undefined | KeyRefusal> {
+  check<R extends object> (keyHash: string, address: () => string, find: () => MaybePromise<R | undefined>): MaybePromise<R | undefined | KeyRefusal> {
     let client: string | undefined
     const clientAddress = () => (client ??= address())
     const first = this.admit(keyHash, clientAddress, false)
-    // Every request with a valid key comes this way: a promise chain rather than an async
-    // function, whose suspended frame and extra promises each such request paid for
-    // (bench/README.md, "Promises and bytes per request").
-    if (first === 'known') return find().then((record) => this.settle(keyHash, record))
-    if (first !== 'new') return Promise.resolve(first)
+    // Every request with a valid key comes this way: answered in the same call when `find` is
+    // (the store had the key at hand), else by a promise chain rather than an async function,
+    // whose suspended frame and extra promises each such request paid for (bench/README.md,
+    // "Promises and bytes per request").
+    if (first === 'known') {
+      const found = find()
+      return found instanceof Promise ? found.then((record) => this.settle(keyHash, record)) : this.settle(keyHash, found)
+    }
+    if (first !== 'new') return first
     return this.lookUpNew(keyHash, clientAddress, find)
   }
 
   /** A key this instance does not know: looked up in turn, admitted again when its turn comes. */
-  private async lookUpNew<R extends object> (keyHash: string, clientAddress: () => string, find: () => Promise<R | undefined>): Promise<R | undefined | KeyRefusal> {
+  private async lookUpNew<R extends object> (keyHash: string, clientAddress: () => string, find: () => MaybePromise<R | undefined>): Promise<R | undefined | KeyRefusal> {
     if (!await this.turn()) return 'busy'
     try {
       const admitted = this.admit(keyHash, clientAddress, true)

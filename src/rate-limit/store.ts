@@ -1,5 +1,4 @@
-/** A value, or a promise of one: the in-memory store answers at once, Redis after a round trip. */
-export type MaybePromise<T> = T | Promise<T>
+import type { MaybePromise } from '../maybe-promise.js'
 
 /** When a client is banned: more than `banAfter` requests past `max` in one window ban it for `banMs`. */
 export interface BanRule {

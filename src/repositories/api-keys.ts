@@ -1,4 +1,5 @@
 import { hash, randomBytes } from 'node:crypto'
+import type { MaybePromise } from '../maybe-promise.js'
 import type { ApiKeyRecord, NewApiKey, Store } from '../store/types.js'
 
 // API keys: what a key is (a secret shown once, kept only as its SHA-256), the repository the
@@ -24,8 +25,8 @@ export function generateApiKey (): { id: string, secret: string, hash: string } 
  * (the keys command), reaches that cache through the store's coherence.
  */
 export interface ApiKeysRepository {
-  /** The active (unrevoked) key with this SHA-256 hash, if any. */
-  findActive (keyHash: string): Promise<ApiKeyRecord | undefined>
+  /** The active (unrevoked) key with this SHA-256 hash, if any; in the same call when the store has it at hand. */
+  findActive (keyHash: string): MaybePromise<ApiKeyRecord | undefined>
   create (key: NewApiKey): Promise<ApiKeyRecord>
   list (): Promise<ApiKeyRecord[]>
   /** Undefined when no key has that id; a key revoked before keeps its first revocation time. */

@@ -1,5 +1,6 @@
 import type { JsonListVersion } from '../contract/json-list.js'
 import type { components } from '../generated/openapi.js'
+import type { MaybePromise } from '../maybe-promise.js'
 import type { DataAccess } from './work.js'
 
 export type InventoryItem = components['schemas']['InventoryItem']
@@ -79,7 +80,11 @@ export interface Store extends DataAccess {
   listApiKeys (): Promise<ApiKeyRecord[]>
   /** Undefined when no key has that id. */
   revokeApiKey (id: string): Promise<ApiKeyRecord | undefined>
-  /** The active (unrevoked) key with this SHA-256 hash, if any. */
-  findActiveApiKey (keyHash: string): Promise<ApiKeyRecord | undefined>
+  /**
+   * The active (unrevoked) key with this SHA-256 hash, if any. Every /v1 request asks: an engine
+   * answers in the same call when it has the answer at hand (SQLite's read, a key PostgreSQL's
+   * cache holds), without a promise.
+   */
+  findActiveApiKey (keyHash: string): MaybePromise<ApiKeyRecord | undefined>
   countApiKeys (): Promise<number>
 }

@@ -222,6 +222,23 @@ t.test('keys this instance does not know are looked up two at a time; known keys
   t.equal(await guard.check('n7', () => '192.0.2.3', async () => undefined), undefined, 'and the turns are all given back')
 })
 
+t.test('a known key is answered in the same call when the store answers so; otherwise by a promise', async (t) => {
+  const clock = testClock()
+  const guard = new KeyGuard({ now: clock.now })
+  const record = { id: 'key_sync' }
+  t.ok(guard.check('k', () => '198.51.100.1', () => record) instanceof Promise, 'a key this instance has not verified waits its turn: a promise')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(guard.check('k', () => '198.51.100.1', () => record), record, 'then, verified and found at once: the record itself, no promise')
+  const later = guard.check('k', () => '198.51.100.1', async () => record)
+  t.ok(later instanceof Promise, 'a store that answers later: a promise')
+  t.equal(await later, record)
+  t.equal(guard.check('k', () => '198.51.100.1', () => undefined), undefined, 'revoked, found at once: undefined')
+  t.equal(guard.check('k', () => '198.51.100.1', () => record), 'unknown', 'and refused without a lookup from then on')
+  const fresh = guard.check('other', () => '192.0.2.9', () => record)
+  t.ok(fresh instanceof Promise, 'a new key is still looked up in turn')
+  t.equal(await fresh, record)
+})
+
 t.test('a lookup that cannot have its turn within maxWaitMs is refused as busy (a hanging store does not pile them up)', async (t) => {
   const guard = new KeyGuard({ now: testClock().now, maxNewKeyLookups: 1, maxWaitMs: 50 })
   let release!: () => void

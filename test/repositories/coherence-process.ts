@@ -27,7 +27,7 @@ const calls: Record<string, (...args: never[]) => Promise<unknown>> = {
   'store.listInventoryJson': async () => text(await store.listInventoryJson()),
   'store.listOrders': () => store.listOrders(),
   'store.getPet': (petId: number) => store.getPet(petId),
-  'store.findActiveApiKey': (hash: string) => store.findActiveApiKey(hash)
+  'store.findActiveApiKey': async (hash: string) => await store.findActiveApiKey(hash)
 }
 
 process.on('message', (message: { id: number, call: string, args: never[] }) => {

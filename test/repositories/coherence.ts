@@ -70,7 +70,7 @@ async function otherProcess (t: Test, file: string): Promise<RunInstance> {
     else call?.resolve(message.value === null ? undefined : message.value)
   })
   // Each method sends its name and arguments; the answer is whatever the other process's call returned.
-  const remote = <F extends (...args: never[]) => Promise<unknown>>(name: string) => ((...args: Parameters<F>) => new Promise((resolve, reject) => {
+  const remote = <F extends (...args: never[]) => unknown>(name: string) => ((...args: Parameters<F>) => new Promise((resolve, reject) => {
     const id = next++
     waiting.set(id, { resolve, reject })
     child.send({ id, call: name, args })

@@ -323,8 +323,12 @@ t.test('a key revoked by another connection is refused once the notification has
   const { stores: [server, cli] } = await stores(t, 2)
   const record = await cli!.createApiKey({ id: 'key_r', name: 'r', plan: 'free', keyHash: 'hash-r', perMinute: null, perDay: null })
   await server!.syncChanges()
-  t.same(await server!.findActiveApiKey('hash-r'), record, 'looked up, then cached')
-  t.same(await server!.findActiveApiKey('hash-r'), record)
+  const first = server!.findActiveApiKey('hash-r')
+  t.ok(first instanceof Promise, 'looked up: a promise')
+  t.same(await first, record, 'looked up, then cached')
+  const cached = server!.findActiveApiKey('hash-r')
+  t.notOk(cached instanceof Promise, 'a cached key is answered in the same call, without a promise')
+  t.same(cached, record)
   await cli!.revokeApiKey('key_r')
   let refused = false
   const deadline = Date.now() + 5000

@@ -89,6 +89,19 @@ t.test('a key revoked through another connection stops working at the next looku
   t.equal(await server.findActiveApiKey(second.hash), undefined, 'revoked through the same store: gone at once')
 })
 
+t.test('a key lookup is answered in the same call, without a promise, and is as current as an awaited one', async (t) => {
+  const { server, other } = await twoConnections(t)
+  const key = generateApiKey()
+  await other.createApiKey({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
+  await nextTurn()
+  const found = server.findActiveApiKey(key.hash)
+  t.notOk(found instanceof Promise, 'not a promise')
+  t.equal((found as Awaited<typeof found>)?.id, key.id, 'the key another connection created')
+  await other.revokeApiKey(key.id)
+  await nextTurn()
+  t.equal(server.findActiveApiKey(key.hash), undefined, 'revoked elsewhere: gone from the next turn, in the same call too')
+})
+
 t.test('a write through the same store is in its next list', async (t) => {
   const { server } = await twoConnections(t)
   await list(server)

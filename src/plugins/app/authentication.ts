@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { KeyRefusal } from '../../authentication/key-guard.js'
 import { ApiError, type ErrorCode, StoreUnavailableError } from '../../contract/errors.js'
+import type { MaybePromise } from '../../maybe-promise.js'
 import { clientAddress } from '../../rate-limit/client-address.js'
 import { hashApiKey } from '../../repositories/api-keys.js'
 import type { ApiKeyRecord } from '../../store/types.js'
@@ -45,18 +47,23 @@ const keyFailureReasons: Partial<Record<ErrorCode, AuthFailureReason>> = {
  * refused, are not looked up. An unknown or revoked key is refused here, where that is known, with
  * its own message; an accepted one is the request's `apiKey`.
  */
-function identify (key: string, request: FastifyRequest): Promise<boolean> {
+function identify (key: string, request: FastifyRequest): MaybePromise<boolean> {
   const keyHash = hashApiKey(key)
   const { apiKeysRepository } = request.server
-  // A promise chain, not an async function: this runs for every /v1 request (see KeyGuard.check).
-  return request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => apiKeysRepository.findActive(keyHash))
-    .then((record) => {
-      if (record === undefined || record === 'unknown') throw invalidKey()
-      if (record === 'not-checked') throw notChecked()
-      if (record === 'busy') throw busy()
-      request.apiKey = record
-      return true
-    })
+  const checked = request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => apiKeysRepository.findActive(keyHash))
+  // This runs for every /v1 request: a key the store had at hand is judged in this same call,
+  // without a promise (see KeyGuard.check); bearer-auth takes a boolean or a promise of one, and
+  // turns a throw into its failure as it does a rejection.
+  return checked instanceof Promise ? checked.then((record) => accept(record, request)) : accept(checked, request)
+}
+
+/** The key guard's answer: the request's key, or the refusal. */
+function accept (record: ApiKeyRecord | KeyRefusal | undefined, request: FastifyRequest): true {
+  if (record === undefined || record === 'unknown') throw invalidKey()
+  if (record === 'not-checked') throw notChecked()
+  if (record === 'busy') throw busy()
+  request.apiKey = record
+  return true
 }
 
 /**

@@ -19,6 +19,11 @@ export class EntryCache<K, V> {
 
   constructor (private readonly changes: Invalidations<K>, private readonly maxEntries: number) {}
 
+  /** The cached value, if any: no lookup, no promise. */
+  peek (key: K): V | undefined {
+    return this.entries.get(key)
+  }
+
   async get (key: K, load: () => Promise<V | undefined>): Promise<V | undefined> {
     const cached = this.entries.get(key)
     if (cached !== undefined) return cached

@@ -279,7 +279,8 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
     findActiveApiKey: (keyHash) => {
       feed.start()
-      return keys.get(keyHash, () => access.read(() => activeKeyByHash(keyHash)))
+      // Every /v1 request asks: a cached key is answered in this same call, without a promise.
+      return keys.peek(keyHash) ?? keys.get(keyHash, () => access.read(() => activeKeyByHash(keyHash)))
     }
   }
 }

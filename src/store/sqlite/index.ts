@@ -1,3 +1,4 @@
+import type { MaybePromise } from '../../maybe-promise.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { petColumns, toPetStatus } from '../rows.js'
 import { activeKeyByHash, getPet, sharedMethods } from '../shared-queries.js'
@@ -64,13 +65,15 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     ? retryWhileBusy(() => snapshot.readAlone(work), timeoutMs).catch((e: unknown) => { throw failed(e) })
     : Promise.reject(failed(error))
 
-  const reading = <T>(work: () => T): Promise<T> => {
+  /** A read, answered in this same call unless the file was locked (then retried on timers). */
+  const readingNow = <T>(work: () => T): MaybePromise<T> => {
     try {
-      return Promise.resolve(snapshot.read(work))
+      return snapshot.read(work)
     } catch (error) {
       return readFailed(work, error)
     }
   }
+  const reading = <T>(work: () => T): Promise<T> => Promise.resolve(readingNow(work))
 
   /** A read that runs after waiting (for a write): in a transaction of its own (see readAlone). */
   const readingAlone = <T>(work: () => T): Promise<T> => {
@@ -88,11 +91,13 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
    * Reads after the writes of `kind` this process has accepted but not yet committed (or failed);
    * of the queued writes, only those `sees` picks out when given (the read cannot see the others).
    */
-  const readingAfterWrites = <T>(kind: WriteKind, work: () => T, sees?: (write: QueuedWrite) => boolean): Promise<T> => {
+  const readingAfterWritesNow = <T>(kind: WriteKind, work: () => T, sees?: (write: QueuedWrite) => boolean): MaybePromise<T> => {
     const queued = kind === 'inventory' ? writes.idle(sees) : undefined
-    if (queued === undefined && retrying[kind].size === 0) return reading(work)
+    if (queued === undefined && retrying[kind].size === 0) return readingNow(work)
     return Promise.allSettled([...retrying[kind], queued]).then(() => readingAlone(work))
   }
+  const readingAfterWrites = <T>(kind: WriteKind, work: () => T, sees?: (write: QueuedWrite) => boolean): Promise<T> =>
+    Promise.resolve(readingAfterWritesNow(kind, work, sees))
 
   /** Runs a write in one IMMEDIATE transaction, then counts it for the caches (also when it fails). */
   const writing = <T>(kind: WriteKind, work: () => T): Promise<T> => {
@@ -224,6 +229,7 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       return { pets: catalogue.pets?.length ?? 0, inventory: catalogue.inventory?.length ?? 0, orders: catalogue.orders?.length ?? 0 }
     }),
 
-    findActiveApiKey: (keyHash) => readingAfterWrites('keys', () => caches.activeKey(keyHash, () => runSync(activeKeyByHash(keyHash), 'sqlite', runner)))
+    // Every /v1 request asks: answered in this same call, without a promise, unless a key write waits.
+    findActiveApiKey: (keyHash) => readingAfterWritesNow('keys', () => caches.activeKey(keyHash, () => runSync(activeKeyByHash(keyHash), 'sqlite', runner)))
   }
 }
