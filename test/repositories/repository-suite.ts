@@ -4,10 +4,18 @@ import { idempotencyRepository, IDEMPOTENCY_TTL_MS } from '../../src/repositorie
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { ordersRepository } from '../../src/repositories/orders.js'
 import { petsRepository } from '../../src/repositories/pets.js'
+import { statement, type Arg } from '../../src/store/query.js'
 import type { Store } from '../../src/store/types.js'
+import { lockRow, run } from '../../src/store/work.js'
 import type { StoreFactory } from '../store/store-suite.js'
 
 const SHIP = '2026-12-01T10:00:00.000Z'
+
+/** A write of the test's own: sets a pet's stock, the way a repository would. */
+const setStock = statement('test.setStock', (db, arg: Arg<{ petId: number, quantity: number }>) => db
+  .updateTable('inventory').set({ quantity: arg('quantity') }).where('pet_id', '=', arg('petId')))
+
+class InjectedFault extends Error {}
 
 /** A store with pets 1…3 in stock: 7, 2 and 0 units; the repositories over it, on a clock the test moves. */
 async function setUp (t: Test, factory: StoreFactory) {
@@ -74,6 +82,36 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     t.equal(await r.idempotency.sweep(r.now()), 2)
     t.equal(await r.idempotency.sweep(r.now()), 0)
     t.match(await r.orders.place({ petId: 1, quantity: 2, shipDate: SHIP }, { ...key, fingerprint: 'f2' }), { kind: 'done', replayed: false })
+  })
+
+  t.test('a write that throws fails alone: the writes queued beside it commit, and each is read back', async (t) => {
+    const r = await setUp(t, factory)
+    // All made in one synchronous stretch: on SQLite they share one group commit; on PostgreSQL
+    // the PATCHes share one statement.
+    const calls = [
+      r.inventory.update(1, 9),
+      r.orders.place({ petId: 2, quantity: 1, shipDate: SHIP }),
+      r.store.write(function * () {
+        yield * lockRow('inventory', 3)
+        yield * run(setStock, { petId: 3, quantity: 5 })
+        throw new InjectedFault('injected after its write')
+      }),
+      r.orders.place({ petId: 1, quantity: 2, shipDate: SHIP }),
+      r.inventory.update(2, 8),
+      r.orders.place({ petId: 2, quantity: 1, shipDate: SHIP })
+    ]
+    const [patch1, order2, thrown, order1, patch2, order2b] = await Promise.allSettled(calls)
+    t.equal(thrown!.status, 'rejected', 'the throwing write fails')
+    t.type((thrown as PromiseRejectedResult).reason, InjectedFault, '…with its own error')
+    for (const [name, result] of Object.entries({ patch1, order2, order1, patch2, order2b })) {
+      t.equal(result!.status, 'fulfilled', `${name} is acknowledged (${result!.status === 'rejected' ? String((result as PromiseRejectedResult).reason) : 'ok'})`)
+    }
+    const stock = new Map((await r.store.listInventory()).map((item) => [item.petId, item.quantity]))
+    t.equal(stock.get(1), 9, 'the first PATCH is read back')
+    t.equal(stock.get(2), 8, 'the second PATCH is read back')
+    t.equal(stock.get(3), 0, 'what the throwing write did is undone')
+    const placed = (await r.orders.page({ limit: 100 })).orders
+    t.same(placed.map((o) => [o.petId, o.quantity]).sort(), [[1, 2], [2, 1], [2, 1]], 'every acknowledged order is read back')
   })
 
   t.test('setStatus: transitions, delivery takes the units out of stock', async (t) => {

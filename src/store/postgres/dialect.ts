@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type pg from 'pg'
 import { primaryKeyOf } from '../schema.js'
 import type { StepRunner } from '../work.js'
+import { fromDatabase } from './pool.js'
 
 /** Statement names per SQL text: pg prepares a named statement once per connection. */
 const names = new Map<string, string>()
@@ -28,7 +29,7 @@ export type Queryable = Pick<pg.ClientBase, 'query'>
  */
 export function postgresStepRunner (client: Queryable): StepRunner<Promise<unknown>> {
   const query = (label: string, text: string, values: readonly unknown[]) =>
-    client.query({ name: statementName(label, text), text, values: [...values] })
+    fromDatabase(client.query({ name: statementName(label, text), text, values: [...values] }))
   return {
     all: async (compiled, label) => (await query(label, compiled.sql, compiled.parameters)).rows,
     run: async (compiled, label) => (await query(label, compiled.sql, compiled.parameters)).rowCount ?? 0,

@@ -1,5 +1,4 @@
-import pg from 'pg'
-import { StoreUnavailableError } from '../../contract/errors.js'
+import type pg from 'pg'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { toInventoryItem, type InventoryRow } from '../rows.js'
 import type { ApiKeyRecord, Pet, Store } from '../types.js'
@@ -12,7 +11,7 @@ import { InventoryWrites } from './inventory-writes.js'
 import { activeKeyByHash, getPet, sharedMethods } from '../shared-queries.js'
 import { runAsync, type DataAccess } from '../work.js'
 import { postgresStepRunner } from './dialect.js'
-import { bulkTransaction, openPool, query, translate, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
+import { bulkTransaction, connectionFailed, openPool, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
 
 /** First key of the advisory lock that serialises migrations; the second is the schema's name. */
@@ -41,9 +40,6 @@ interface UpdatedInventoryRow extends InventoryRow {
 function backendPid (client: pg.ClientBase): number | undefined {
   return 'processID' in client && typeof client.processID === 'number' ? client.processID : undefined
 }
-
-/** A failure of the connection itself (refused, reset, timed out), not one the server reported. */
-const connectionFailed = (error: unknown) => error instanceof StoreUnavailableError && !(error.cause instanceof pg.DatabaseError)
 
 /** The caches of one kind of entry and what says when their values may be kept. */
 function cacheKind<K> (changes: Invalidations<K>, caches: { changed (keys: Iterable<K>): void, changedAll (): void }[]) {
@@ -189,9 +185,8 @@ export function createPostgresStore (connectionString: string, options: Postgres
       try {
         return await runAsync(work(), 'postgres', postgresStepRunner(pool))
       } catch (error) {
-        const failure = translate(error)
-        if (connectionFailed(failure)) feed.restart()
-        throw failure
+        if (connectionFailed(error)) feed.restart()
+        throw error
       }
     },
 

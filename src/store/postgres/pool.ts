@@ -52,6 +52,7 @@ const unavailableClasses = new Set(['08', '53', '57', '58'])
 const unavailableCodes = new Set(['55P03', '25006'])
 
 export function translate (error: unknown): unknown {
+  if (error instanceof StoreUnavailableError) return error
   if (error instanceof pg.DatabaseError) {
     const code = error.code ?? ''
     if (unavailableClasses.has(code.slice(0, 2)) || unavailableCodes.has(code)) {
@@ -66,6 +67,14 @@ export function translate (error: unknown): unknown {
   const message = error instanceof Error ? error.message : String(error)
   return new StoreUnavailableError(`database unavailable: ${message}`, { cause: error })
 }
+
+/** What a statement sent to PostgreSQL fails with: its error, translated (see translate). */
+export function fromDatabase<T> (sent: Promise<T>): Promise<T> {
+  return sent.catch((error: unknown) => { throw translate(error) })
+}
+
+/** A failure of the connection itself (refused, reset, timed out), not one the server reported. */
+export const connectionFailed = (error: unknown) => error instanceof StoreUnavailableError && !(error.cause instanceof pg.DatabaseError)
 
 /** A query on the connection of the transaction at hand. */
 export type Run = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>
@@ -96,6 +105,8 @@ async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, releas
 /**
  * Runs `work` on a connection of the pool inside the transaction it opens itself, then gives the
  * connection back: after a ROLLBACK when the work failed, discarded when the connection did.
+ * `work` sends its statements through fromDatabase, so what it throws is the database's error
+ * translated, or its own error, which stays what it is (a bug in a repository is not an outage).
  */
 async function onConnection<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const { client, release } = await checkOut(pool)
@@ -103,9 +114,9 @@ async function onConnection<T> (pool: pg.Pool, work: (client: pg.PoolClient) => 
   try {
     return await work(client)
   } catch (error) {
-    if (!(error instanceof pg.DatabaseError)) discard = true
+    if (connectionFailed(error)) discard = true
     await client.query('ROLLBACK').catch(() => { discard = true })
-    throw translate(error)
+    throw error
   } finally {
     release(discard)
   }
@@ -117,7 +128,7 @@ export function bulkTransaction<T> (pool: pg.Pool, work: (run: Run) => Promise<T
     const run: Run = (text, values) => {
       // pg reads query_timeout per query too, though its types do not declare it.
       const config: pg.QueryConfig & { query_timeout: number } = { text, values: values ?? [], query_timeout: BULK_TIMEOUT_MS + 1000 }
-      return client.query(config)
+      return fromDatabase(client.query(config))
     }
     await run('BEGIN')
     await run(`SET LOCAL statement_timeout = ${BULK_TIMEOUT_MS}`)
@@ -170,11 +181,11 @@ const RECORDED_CHANGES = "SELECT current_setting('petstore.changes', true) AS ch
  */
 export function writeTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<{ value: T, changes: string[] }> {
   return onConnection(pool, async (client) => {
-    const begun = client.query('BEGIN')
+    const begun = fromDatabase(client.query('BEGIN'))
     begun.catch(() => {})
     const value = await work(client)
     await begun
-    const [recorded] = await Promise.all([client.query<{ changes: string | null }>(RECORDED_CHANGES), client.query('COMMIT')])
+    const [recorded] = await fromDatabase(Promise.all([client.query<{ changes: string | null }>(RECORDED_CHANGES), client.query('COMMIT')]))
     const text = recorded.rows[0]?.changes ?? ''
     return { value, changes: text === '' ? [] : text.split(';') }
   })

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { busyBackoff, isBusy, lockedTooLong } from './database.js'
+import { busyBackoff, isBusy, isStorageFault, lockedTooLong } from './database.js'
 
 interface Pending<A, R> {
   args: A
@@ -11,9 +11,10 @@ interface Pending<A, R> {
 
 type Outcome<R> = { ok: true, value: R } | { ok: false, error: unknown }
 
-/** Constraint failures undo only their own statement (SQLite's statement journal); the transaction goes on. */
-const isConstraintError = (error: unknown) =>
-  typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code.startsWith('SQLITE_CONSTRAINT')
+/** A batch's transaction ended inside call `index` (a trigger's RAISE(ROLLBACK), say): nothing of it was kept. */
+class TransactionEnded {
+  constructor (readonly index: number, readonly error: unknown) {}
+}
 
 /**
  * Group commit for the writes of the request path (PATCHes, and the repositories' work through
@@ -33,9 +34,13 @@ const isConstraintError = (error: unknown) =>
  * the batch is tried again on a timer with back-off; calls made meanwhile join it. A call still
  * waiting `timeoutMs` after it was made fails with StoreUnavailableError (503), and is not run.
  *
- * A call whose statement breaks a constraint fails alone. Any other failure (the disk is full, the
- * database was closed) rolls the whole transaction back and fails every call in it: none of them
- * was acknowledged.
+ * A failure stays with the call it started in. `apply` must leave nothing behind when it throws
+ * (one statement, which SQLite undoes alone, or a savepoint): the call that threw fails, and the
+ * others go on in the same transaction. A call whose failure ends the transaction itself (a
+ * trigger's RAISE(ROLLBACK)) fails alone too: the transaction is begun again without it, and the
+ * calls before it run again (none of them was answered yet, so running them again is running them
+ * once). Only a fault of the storage (full disk, read-only file, I/O error: the same for every
+ * call) or of the commit fails every call of the batch; none of them was acknowledged.
  */
 export class GroupCommit<A, R> {
   private queue: Pending<A, R>[] = []
@@ -73,12 +78,11 @@ export class GroupCommit<A, R> {
     this.beforeBatch = options.beforeBatch ?? (() => {})
     this.afterBatch = options.afterBatch ?? (() => {})
     this.applyAll = db.transaction((batch: Pending<A, R>[]) => {
-      const outcomes = batch.map((call): Outcome<R> => {
+      const outcomes = batch.map((call, index): Outcome<R> => {
         try {
           return { ok: true, value: apply(call.args) }
         } catch (error) {
-          // A trigger's RAISE(ROLLBACK) is a constraint error too, but ends the transaction.
-          if (!isConstraintError(error) || !db.inTransaction) throw error
+          if (!db.inTransaction || isStorageFault(error)) throw new TransactionEnded(index, error)
           return { ok: false, error }
         }
       })
@@ -127,15 +131,12 @@ export class GroupCommit<A, R> {
     let results: Outcome<R>[]
     try {
       if (!this.db.open) throw new Error('the database is closed')
-      this.beforeBatch()
-      results = this.applyAll.immediate(batch)
+      results = this.commit(batch)
     } catch (error) {
       if (isBusy(error) && this.db.open) return this.retryLater(batch)
       const failure = this.failure(error)
       for (const call of batch) call.reject(failure)
       return this.wakeIdleWaiters()
-    } finally {
-      this.afterBatch()
     }
     this.attempts = 0
     batch.forEach((call, i) => {
@@ -144,6 +145,34 @@ export class GroupCommit<A, R> {
       else call.reject(result.error)
     })
     this.wakeIdleWaiters()
+  }
+
+  /**
+   * Runs the batch in one transaction and commits it; the outcome of each call. A call whose
+   * failure ended the transaction is left out and the rest begun again; a storage fault, or a
+   * failure of BEGIN or COMMIT, is thrown for the whole batch.
+   */
+  private commit (batch: Pending<A, R>[]): Outcome<R>[] {
+    const outcomes = new Array<Outcome<R> | undefined>(batch.length)
+    let rest = batch.map((call, index) => ({ call, index }))
+    while (rest.length > 0) {
+      let results: Outcome<R>[]
+      try {
+        this.beforeBatch()
+        results = this.applyAll.immediate(rest.map(({ call }) => call))
+      } catch (error) {
+        if (!(error instanceof TransactionEnded)) throw error
+        if (isStorageFault(error.error)) throw error.error
+        outcomes[rest[error.index]!.index] = { ok: false, error: error.error }
+        rest = rest.filter((_, i) => i !== error.index)
+        continue
+      } finally {
+        this.afterBatch()
+      }
+      rest.forEach(({ index }, i) => { outcomes[index] = results[i] })
+      break
+    }
+    return outcomes as Outcome<R>[]
   }
 
   /** The file is locked by another process: fail the calls that waited long enough, try the rest again. */
