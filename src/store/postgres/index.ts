@@ -32,8 +32,10 @@ export interface PostgresStore extends Store {
   listInventoryJson (): Promise<string>
 }
 
+/** A row of the batched PATCH: the entry written, or (json null) a pet whose row was held elsewhere. */
 interface UpdatedInventoryRow extends InventoryRow {
-  json: string
+  target: number
+  json: string | null
 }
 
 /** The server process behind a pool connection. */
@@ -132,16 +134,17 @@ export function createPostgresStore (connectionString: string, options: Postgres
     whole: (chunks) => `[${chunks.join(',')}]`
   })
 
-  const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities) => {
+  const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities, alone) => {
+    const statement = alone ? 'updateInventoryOne' : 'updateInventory'
     try {
       return await writeAndAnnounce<UpdatedInventoryRow>(pool,
-        { name: 'updateInventory', text: sql.updateInventory, values: [petIds, quantities] },
+        { name: statement, text: sql[statement], values: [petIds, quantities] },
         { name: 'announce', text: sql.announce, values: [`pet ${petIds.join(',')}`] })
     } catch (error) {
       if (connectionFailed(error)) feed.restart()
       throw error
     }
-  }, (row) => row.petId)
+  }, (row) => ({ petId: row.target, skipped: row.json === null }))
 
   const pets = new EntryCache<number, Pet>(petChanges, MAX_CACHED)
   const keys = new EntryCache<string, ApiKeyRecord>(keyChanges, MAX_CACHED)
@@ -256,7 +259,7 @@ export function createPostgresStore (connectionString: string, options: Postgres
       }
       const item = row && toInventoryItem(row)
       if (petChanges.endWrite(petId)) {
-        inventory.wrote(petId, row?.json)
+        inventory.wrote(petId, row?.json ?? undefined)
         if (item !== undefined) pets.update(petId, (pet) => ({ ...pet, status: item.status }))
       } else {
         inventory.changed([petId])

@@ -17,17 +17,26 @@ interface Pending<R> {
  * read, the protocol), and a commit most of the database's; one of each per turn instead of per
  * request divides both by the number of concurrent writers.
  *
- * A batch holds one write per pet: a second write of a pet in the same turn goes in another batch,
- * sent at the same time (the two requests were concurrent, so either order is correct, and each
- * caller gets what its own statement wrote). A batch that fails with an error of the database's
- * own (a constraint, a deadlock with a writer outside the service) is tried again write by write,
- * so that each fails or succeeds alone; any other failure (the connection) fails the batch.
+ * A failure stays with its own write:
+ * - A batch holds one write per pet: a second write of a pet in the same turn goes in another
+ *   batch, sent at the same time (the two requests were concurrent, so either order is correct,
+ *   and each caller gets what its own statement wrote).
+ * - A batch skips the rows other transactions hold (`send(…, alone = false)`: SKIP LOCKED) and
+ *   says which it skipped; each of those writes is sent again alone, waiting for its own row
+ *   within its own time limit.
+ * - A batch that fails with an error of the database's own (a constraint, say) is tried again
+ *   write by write, so that each fails or succeeds alone. Only a failure of the connection or of
+ *   the server fails the whole batch, as it would each of its writes.
  */
 export class InventoryWrites<R> {
   private queue: Pending<R>[] = []
   private scheduled = false
 
-  constructor (private readonly send: (petIds: number[], quantities: number[]) => Promise<R[]>, private readonly petIdOf: (row: R) => number) {}
+  constructor (
+    private readonly send: (petIds: number[], quantities: number[], alone: boolean) => Promise<R[]>,
+    /** The pet a row answers for, and whether its write was skipped (its row was held). */
+    private readonly answer: (row: R) => { petId: number, skipped: boolean }
+  ) {}
 
   write (petId: number, quantity: number): Promise<R | undefined> {
     return new Promise((resolve, reject) => {
@@ -60,18 +69,28 @@ export class InventoryWrites<R> {
   }
 
   private async run (batch: Pending<R>[]): Promise<void> {
+    const alone = batch.length === 1
     let rows: R[]
     try {
-      rows = await this.send(batch.map((item) => item.petId), batch.map((item) => item.quantity))
+      rows = await this.send(batch.map((item) => item.petId), batch.map((item) => item.quantity), alone)
     } catch (error) {
-      if (error instanceof pg.DatabaseError && batch.length > 1) {
+      if (error instanceof pg.DatabaseError && !alone) {
         for (const item of batch) void this.run([item])
       } else {
         for (const item of batch) item.reject(error)
       }
       return
     }
-    const byPet = new Map(rows.map((row) => [this.petIdOf(row), row]))
-    for (const item of batch) item.resolve(byPet.get(item.petId))
+    const written = new Map<number, R>()
+    const skipped = new Set<number>()
+    for (const row of rows) {
+      const { petId, skipped: held } = this.answer(row)
+      if (held) skipped.add(petId)
+      else written.set(petId, row)
+    }
+    for (const item of batch) {
+      if (skipped.has(item.petId)) void this.run([item])
+      else item.resolve(written.get(item.petId))
+    }
   }
 }

@@ -3,6 +3,21 @@ import { inventorySelectList, postgresInventoryJson } from '../inventory-fields.
 /** Every inventory entry (or those of `where`) as a row of InventoryItem's fields, named `f`. */
 const inventoryRows = (where = '') => `(SELECT ${inventorySelectList('i')} FROM inventory i ${where}) AS f`
 
+/**
+ * The batched PATCH; `wait` is what FOR UPDATE does with a row another transaction holds. A row
+ * per written entry, and with `json` NULL a row per entry that was skipped (SKIP LOCKED); none
+ * for a pet without an entry. `target` is the pet each row answers for.
+ */
+const updateInventory = (wait: 'SKIP LOCKED' | '') => `WITH quiet AS MATERIALIZED (SELECT set_config('petstore.announce', 'off', true)),
+    changes AS MATERIALIZED (SELECT * FROM unnest($1::bigint[], $2::integer[]) AS c(pet_id, quantity)),
+    locked AS MATERIALIZED (SELECT i.pet_id FROM inventory i, quiet
+      WHERE i.pet_id IN (SELECT pet_id FROM changes) ORDER BY i.pet_id FOR UPDATE OF i ${wait}),
+    f AS (UPDATE inventory i SET quantity = c.quantity FROM changes c, locked l
+      WHERE i.pet_id = c.pet_id AND l.pet_id = c.pet_id RETURNING ${inventorySelectList('i')})
+  SELECT c.pet_id AS target, f.*, ${postgresInventoryJson('f')} AS json
+    FROM changes c LEFT JOIN f ON f."petId" = c.pet_id
+    WHERE f."petId" IS NOT NULL OR EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = c.pet_id)`
+
 /** The statements of the request path, prepared once per connection under their names here. */
 export const sql = {
   // The list as one JSON text built by the server, the same bytes as JSON.stringify of
@@ -17,17 +32,15 @@ export const sql = {
     FROM ${inventoryRows('WHERE i.pet_id = ANY($1::bigint[])')}`,
   // The PATCHes of one event-loop turn (InventoryWrites), one per pet, in one statement: each
   // status is computed from the quantity this very statement wrote, and comes with the entry's
-  // JSON text for the cached list. Rows are locked in petId order first, so that two batches
-  // (two instances) waiting for each other's rows cannot deadlock. The triggers stay quiet for
-  // it (petstore.announce is 'off' until its transaction ends): the writer sends `announce`
-  // right behind it (see migration 002 for why).
-  updateInventory: `WITH quiet AS MATERIALIZED (SELECT set_config('petstore.announce', 'off', true)),
-      changes AS MATERIALIZED (SELECT * FROM unnest($1::bigint[], $2::integer[]) AS c(pet_id, quantity)),
-      locked AS MATERIALIZED (SELECT i.pet_id FROM inventory i, quiet
-        WHERE i.pet_id IN (SELECT pet_id FROM changes) ORDER BY i.pet_id FOR UPDATE OF i),
-      f AS (UPDATE inventory i SET quantity = c.quantity FROM changes c, locked l
-        WHERE i.pet_id = c.pet_id AND l.pet_id = c.pet_id RETURNING ${inventorySelectList('i')})
-    SELECT f.*, ${postgresInventoryJson('f')} AS json FROM f`,
+  // JSON text for the cached list. A row another transaction holds is skipped, not waited for
+  // (SKIP LOCKED): its PATCH is sent again alone (updateInventoryOne), so one busy row never
+  // holds up, or times out, the others. Skipping also means the batch never waits while holding
+  // rows, so two batches (two instances) cannot deadlock. The triggers stay quiet for it
+  // (petstore.announce is 'off' until its transaction ends): the writer sends `announce` right
+  // behind it (see migration 002 for why).
+  updateInventory: updateInventory('SKIP LOCKED'),
+  // One PATCH, which waits for its row (within statement_timeout).
+  updateInventoryOne: updateInventory(''),
   announce: 'SELECT petstore_notify(current_schema(), $1)'
 } as const
 
