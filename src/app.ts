@@ -17,6 +17,7 @@ import corsPreflights from './plugins/app/cors-preflights.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
 import metrics from './plugins/app/metrics.js'
+import keyGuard from './plugins/app/key-guard.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import repositories from './plugins/app/repositories.js'
 import storage from './plugins/app/storage.js'
@@ -130,6 +131,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
     store: options.store
   })
   await fastify.register(repositories, { now, sweepIntervalMs: options.idempotencySweepMs })
+  await fastify.register(keyGuard, { now })
   await fastify.register(rateLimitPolicy, { plans: document.plans, banAfter: config.rateLimitBanAfter, now })
 
   await fastify.register(health, { clock: options.monotonicNow })

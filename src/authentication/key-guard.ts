@@ -6,21 +6,35 @@ export type KeyRefusal =
   | 'unknown'
   /** Its address is limited or banned, and has used its trickle of lookups. */
   | 'not-checked'
-  /** Too many keys this instance does not know are waiting to be looked up, or this one waited too long. */
+  /**
+   * Too many keys this instance does not know are waiting to be looked up, or this one waited too
+   * long: the service's own waiting, never counted against the client.
+   */
   | 'busy'
 
 type Admission = KeyRefusal | 'known' | 'new'
 
-export interface KeyGuardOptions {
+/** How the guard asks the store (the API keys repository) about keys. */
+export interface KeyLookups<R> {
+  /** One key this instance has verified before: answered in the same call when the store has it at hand. */
+  find (keyHash: string): MaybePromise<R | undefined>
+  /** Keys this instance has not verified yet, in one lookup: the active ones found, by hash. */
+  findMany (keyHashes: readonly string[]): MaybePromise<ReadonlyMap<string, R>>
+}
+
+export interface KeyGuardOptions<R> {
   /** Milliseconds since the epoch. */
   now: () => number
+  lookups: KeyLookups<R>
   /** How long a key the store did not know is refused without asking it again. */
   unknownKeyMs?: number
   /** At most one lookup of a key this instance does not know, per limited address, this often. */
   trickleMs?: number
   /** Lookups of keys this instance does not know that may run at once; the others wait their turn. */
   maxNewKeyLookups?: number
-  /** How many may wait; beyond that they are refused as 'busy'. */
+  /** Most keys one of those lookups asks about. */
+  lookupBatch?: number
+  /** How many keys may wait; beyond that they are refused as 'busy'. */
   maxWaitingLookups?: number
   /** How long one may wait (real time: while the store hangs, waiting longer helps no one); then 'busy'. */
   maxWaitMs?: number
@@ -33,6 +47,7 @@ export const KEY_GUARD_DEFAULTS = {
   unknownKeyMs: 5000,
   trickleMs: 1000,
   maxNewKeyLookups: 2,
+  lookupBatch: 32,
   maxWaitingLookups: 1000,
   maxWaitMs: 1000,
   maxUnknownKeys: 10_000,
@@ -43,9 +58,19 @@ export const KEY_GUARD_DEFAULTS = {
 /** How often a known key in use moves to the newest place among the known keys. */
 const KNOWN_KEY_RENEWAL_MS = 1000
 
+/** A key this instance does not know, waiting for a lookup; every request that presents it meanwhile shares it. */
+interface WaitingKey<R> {
+  keyHash: string
+  address: () => string
+  answer: Promise<R | undefined | KeyRefusal>
+  settle: (answer: R | undefined | KeyRefusal) => void
+  fail: (error: unknown) => void
+  timer: NodeJS.Timeout | undefined
+}
+
 /**
- * Keeps guessed keys away from the store (issue 13, item 2). The store remains the one authority
- * on which keys are valid and which are revoked: this only decides which lookups are worth making.
+ * Keeps guessed keys away from the store. The store remains the one authority on which keys are
+ * valid and which are revoked: this only decides which lookups are worth making.
  *
  * - A key the store did not know (unknown or revoked) is refused without a lookup for
  *   `unknownKeyMs`: repeats of one bad key cost nothing. A key created in that time works once
@@ -54,18 +79,23 @@ const KNOWN_KEY_RENEWAL_MS = 1000
  *   that ends. Its requests with keys this instance has not verified are looked up at most once
  *   per `trickleMs` (so a valid key behind a shared, limited address still gets in); the others
  *   are refused unchecked, and the limiter answers them for the address as always.
- * - Keys this instance has not verified are looked up at most `maxNewKeyLookups` at a time, in
- *   turn, each deciding again when its turn comes (its address may have been limited meanwhile):
- *   guesses can hold that many of the store's connections, never all of them. One that cannot
- *   have its turn within `maxWaitMs` is refused as 'busy'.
- * - Keys this instance has verified are looked up at once, every time, from any address: they
- *   are counted per key, and a revocation takes effect on the very next request.
+ * - Keys this instance has not verified are looked up in batches of up to `lookupBatch` keys, at
+ *   most `maxNewKeyLookups` batches at a time: guesses can hold that many of the store's
+ *   connections, never all of them, and a burst of valid keys (a partner's gateway, an instance
+ *   just started) costs a few statements, not one each. Requests presenting the same key share its
+ *   lookup. Each key decides again when its batch is formed (its address may have been limited
+ *   meanwhile). One that cannot join a batch within `maxWaitMs` is refused as 'busy': the
+ *   service's own waiting, which the caller must not count against the client.
+ * - Keys this instance has verified are looked up at once, every time, from any address, never
+ *   behind the others: they are counted per key, and a revocation takes effect on the very next
+ *   request.
  *
  * Every map is bounded; the policy sweeps them a batch at a time.
  */
-export class KeyGuard {
+export class KeyGuard<R extends object> {
   private readonly now: () => number
-  private readonly settings: Required<Omit<KeyGuardOptions, 'now'>>
+  private readonly lookups: KeyLookups<R>
+  private readonly settings: Required<Omit<KeyGuardOptions<R>, 'now' | 'lookups'>>
   /** Key hashes the store did not know, until they may be asked about again. */
   private readonly unknownKeys: ExpiringMap<string, true>
   /**
@@ -75,46 +105,104 @@ export class KeyGuard {
   private readonly knownKeys: ExpiringMap<string, number>
   /** Limited or banned addresses (until that ends), with the time of their next allowed lookup. */
   private readonly limitedAddresses: ExpiringMap<string, { nextLookupAt: number }>
+  /** Keys waiting for a batch, in arrival order, and every key waiting or being looked up, by hash. */
+  private queue: WaitingKey<R>[] = []
+  private readonly pending = new Map<string, WaitingKey<R>>()
   private running = 0
-  private readonly waiting: (() => void)[] = []
 
-  constructor (options: KeyGuardOptions) {
-    this.now = options.now
-    this.settings = { ...KEY_GUARD_DEFAULTS, ...options }
+  constructor (options: KeyGuardOptions<R>) {
+    const { now, lookups, ...settings } = options
+    this.now = now
+    this.lookups = lookups
+    this.settings = { ...KEY_GUARD_DEFAULTS, ...settings }
     this.unknownKeys = new ExpiringMap(this.settings.maxUnknownKeys)
     this.knownKeys = new ExpiringMap(this.settings.maxKnownKeys)
     this.limitedAddresses = new ExpiringMap(this.settings.maxLimitedAddresses)
   }
 
   /**
-   * The active key with this hash, found by `find` when the lookup is worth making, or why it was
-   * refused without one. `address` (the client address) is asked for only when needed.
+   * The active key with this hash, when the lookup is worth making, or why it was refused without
+   * one. `address` (the client address) is asked for only when needed.
    */
-  check<R extends object> (keyHash: string, address: () => string, find: () => MaybePromise<R | undefined>): MaybePromise<R | undefined | KeyRefusal> {
+  check (keyHash: string, address: () => string): MaybePromise<R | undefined | KeyRefusal> {
     let client: string | undefined
     const clientAddress = () => (client ??= address())
     const first = this.admit(keyHash, clientAddress, false)
-    // Every request with a valid key comes this way: answered in the same call when `find` is
-    // (the store had the key at hand), else by a promise chain rather than an async function,
-    // whose suspended frame and extra promises each such request paid for (bench/README.md,
-    // "Promises and bytes per request").
+    // Every request with a valid key comes this way: answered in the same call when the store
+    // has the key at hand, else by a promise chain rather than an async function, whose suspended
+    // frame and extra promises each such request paid for.
     if (first === 'known') {
-      const found = find()
+      const found = this.lookups.find(keyHash)
       return found instanceof Promise ? found.then((record) => this.settle(keyHash, record)) : this.settle(keyHash, found)
     }
     if (first !== 'new') return first
-    return this.lookUpNew(keyHash, clientAddress, find)
+    return this.waitForLookup(keyHash, clientAddress)
   }
 
-  /** A key this instance does not know: looked up in turn, admitted again when its turn comes. */
-  private async lookUpNew<R extends object> (keyHash: string, clientAddress: () => string, find: () => MaybePromise<R | undefined>): Promise<R | undefined | KeyRefusal> {
-    if (!await this.turn()) return 'busy'
-    try {
-      const admitted = this.admit(keyHash, clientAddress, true)
-      return admitted === 'known' || admitted === 'new' ? this.settle(keyHash, await find()) : admitted
-    } finally {
-      this.done()
+  /** A key this instance does not know: joins the next batch, or the lookup of the same key under way. */
+  private waitForLookup (keyHash: string, address: () => string): Promise<R | undefined | KeyRefusal> | KeyRefusal {
+    const shared = this.pending.get(keyHash)
+    if (shared !== undefined) return shared.answer
+    if (this.queue.length >= this.settings.maxWaitingLookups) return 'busy'
+    let settle!: WaitingKey<R>['settle']
+    let fail!: WaitingKey<R>['fail']
+    const answer = new Promise<R | undefined | KeyRefusal>((resolve, reject) => { settle = resolve; fail = reject })
+    const waiting: WaitingKey<R> = { keyHash, address, answer, settle, fail, timer: undefined }
+    waiting.timer = setTimeout(() => {
+      waiting.timer = undefined
+      this.queue = this.queue.filter((other) => other !== waiting)
+      this.finish(waiting, 'busy')
+    }, this.settings.maxWaitMs)
+    this.pending.set(keyHash, waiting)
+    this.queue.push(waiting)
+    this.lookUpWaiting()
+    return answer
+  }
+
+  /** Starts batches of the waiting keys while fewer than maxNewKeyLookups run. */
+  private lookUpWaiting (): void {
+    while (this.running < this.settings.maxNewKeyLookups && this.queue.length > 0) {
+      const batch: WaitingKey<R>[] = []
+      while (batch.length < this.settings.lookupBatch && this.queue.length > 0) {
+        const waiting = this.queue.shift()!
+        clearTimeout(waiting.timer)
+        waiting.timer = undefined
+        const admitted = this.admit(waiting.keyHash, waiting.address, true)
+        if (admitted === 'new' || admitted === 'known') batch.push(waiting)
+        else this.finish(waiting, admitted)
+      }
+      if (batch.length > 0) this.lookUp(batch)
     }
+  }
+
+  private lookUp (batch: WaitingKey<R>[]): void {
+    this.running++
+    // The next batch is formed a turn later: by then the limiter has counted the requests this
+    // one answered, so a guesser's address it has limited meanwhile gets no more lookups.
+    const done = () => {
+      this.running--
+      if (this.queue.length > 0) setImmediate(() => { this.lookUpWaiting() })
+    }
+    const answered = (found: ReadonlyMap<string, R>) => {
+      for (const waiting of batch) this.finish(waiting, this.settle(waiting.keyHash, found.get(waiting.keyHash)))
+      done()
+    }
+    const failed = (error: unknown) => {
+      for (const waiting of batch) {
+        this.pending.delete(waiting.keyHash)
+        waiting.fail(error)
+      }
+      done()
+    }
+    // Answered in a later job even when the store answers at once: the batch holds its turn until
+    // then, so the keys that arrive meanwhile wait and share the next batch.
+    new Promise<ReadonlyMap<string, R>>((resolve) => { resolve(this.lookups.findMany(batch.map((waiting) => waiting.keyHash))) })
+      .then(answered, failed)
+  }
+
+  private finish (waiting: WaitingKey<R>, answer: R | undefined | KeyRefusal): void {
+    this.pending.delete(waiting.keyHash)
+    waiting.settle(answer)
   }
 
   /**
@@ -139,9 +227,9 @@ export class KeyGuard {
     this.limitedAddresses.sweep(now)
   }
 
-  /** How many entries each map holds, and how many lookups wait (for the measurements and the tests). */
+  /** How many entries each map holds, and how many keys wait for a lookup (for the measurements and the tests). */
   sizes (): { unknownKeys: number, knownKeys: number, limitedAddresses: number, waitingLookups: number } {
-    return { unknownKeys: this.unknownKeys.size, knownKeys: this.knownKeys.size, limitedAddresses: this.limitedAddresses.size, waitingLookups: this.waiting.length }
+    return { unknownKeys: this.unknownKeys.size, knownKeys: this.knownKeys.size, limitedAddresses: this.limitedAddresses.size, waitingLookups: this.queue.length }
   }
 
   clear (): void {
@@ -163,7 +251,7 @@ export class KeyGuard {
   }
 
   /** The store's answer, remembered. */
-  private settle<R> (keyHash: string, record: R | undefined): R | undefined {
+  private settle (keyHash: string, record: R | undefined): R | undefined {
     if (record !== undefined) {
       // A key in use is verified on every request: moving it to the newest place each time (a
       // Map delete, an insert and an entry object) cost 2 % of a GET /v1/inventory's CPU. Its place
@@ -176,33 +264,6 @@ export class KeyGuard {
       this.unknownKeys.set(keyHash, true, this.now() + this.settings.unknownKeyMs)
     }
     return record
-  }
-
-  /** Resolves true when it is this lookup's turn; false when too many wait already, or it waited too long. */
-  private turn (): Promise<boolean> | boolean {
-    if (this.running < this.settings.maxNewKeyLookups) {
-      this.running++
-      return true
-    }
-    if (this.waiting.length >= this.settings.maxWaitingLookups) return false
-    return new Promise<boolean>((resolve) => {
-      const grant = () => {
-        clearTimeout(timer)
-        resolve(true)
-      }
-      const timer = setTimeout(() => {
-        this.waiting.splice(this.waiting.indexOf(grant), 1)
-        resolve(false)
-      }, this.settings.maxWaitMs)
-      this.waiting.push(grant)
-    })
-  }
-
-  /** Hands the finished lookup's turn to the next one waiting. */
-  private done (): void {
-    const next = this.waiting.shift()
-    if (next === undefined) this.running--
-    else next()
   }
 }
 

@@ -27,6 +27,8 @@ export function generateApiKey (): { id: string, secret: string, hash: string } 
 export interface ApiKeysRepository {
   /** The active (unrevoked) key with this SHA-256 hash, if any; in the same call when the store has it at hand. */
   findActive (keyHash: string): MaybePromise<ApiKeyRecord | undefined>
+  /** The active keys among these hashes, by hash, looked up together. */
+  findActiveMany (keyHashes: readonly string[]): MaybePromise<ReadonlyMap<string, ApiKeyRecord>>
   create (key: NewApiKey): Promise<ApiKeyRecord>
   list (): Promise<ApiKeyRecord[]>
   /** Undefined when no key has that id; a key revoked before keeps its first revocation time. */
@@ -37,6 +39,7 @@ export interface ApiKeysRepository {
 export function apiKeysRepository (store: Store): ApiKeysRepository {
   return {
     findActive: (keyHash) => store.findActiveApiKey(keyHash),
+    findActiveMany: (keyHashes) => store.findActiveApiKeys(keyHashes),
     create: (key) => store.createApiKey(key),
     list: () => store.listApiKeys(),
     revoke: (id) => store.revokeApiKey(id),

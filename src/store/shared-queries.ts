@@ -18,6 +18,10 @@ const keyColumns = ['id', 'name', 'plan', 'per_minute as perMinute', 'per_day as
 /** Every field of InventoryItem from the field map (inventory-fields.ts), under its own name. */
 const inventorySelection = Object.entries(inventoryFields).map(([name, field]) => sql<unknown>`${sql.raw(field('i'))}`.as(name))
 
+/** How many keys one lookup of several asks about: a statement has a fixed number of placeholders. */
+export const KEY_HASH_SLOTS = 32
+type KeyHashSlots = Record<`hash${number}`, string>
+
 export const queries = {
   countPets: statement('pets.count', (db) => db.selectFrom('pets').select((eb) => eb.fn.countAll<number>().as('n'))),
   highestPetId: statement('pets.highestId', (db) => db.selectFrom('pets').select((eb) => eb.fn.coalesce(eb.fn.max('id'), sql<number>`0`).as('id'))),
@@ -41,6 +45,10 @@ export const queries = {
   listKeys: statement('apiKeys.list', (db) => db.selectFrom('api_keys').select(keyColumns).orderBy('created_at').orderBy('id')),
   activeKeyByHash: statement('apiKeys.activeByHash', (db, arg: Arg<{ keyHash: string }>) => db
     .selectFrom('api_keys').select(keyColumns).where('key_hash', '=', arg('keyHash')).where('revoked_at', 'is', null)),
+  activeKeysByHashes: statement('apiKeys.activeByHashes', (db, arg: Arg<KeyHashSlots>) => db
+    .selectFrom('api_keys').select([...keyColumns, 'key_hash as keyHash'])
+    .where('key_hash', 'in', Array.from({ length: KEY_HASH_SLOTS }, (_, i) => arg(`hash${i}`)))
+    .where('revoked_at', 'is', null)),
   countKeys: statement('apiKeys.count', (db) => db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')))
 }
 
@@ -67,6 +75,21 @@ function * listInventory (): Work<ReturnType<typeof toInventoryItem>[]> {
 
 export function * activeKeyByHash (keyHash: string): Work<ApiKeyRecord | undefined> {
   return yield * first(queries.activeKeyByHash, { keyHash })
+}
+
+/**
+ * The active keys among these hashes, by hash: one statement per KEY_HASH_SLOTS hashes (slots
+ * left over repeat the first hash).
+ */
+export function * activeKeysByHashes (keyHashes: readonly string[]): Work<Map<string, ApiKeyRecord>> {
+  const found = new Map<string, ApiKeyRecord>()
+  for (let start = 0; start < keyHashes.length; start += KEY_HASH_SLOTS) {
+    const chunk = keyHashes.slice(start, start + KEY_HASH_SLOTS)
+    const args: KeyHashSlots = {}
+    for (let i = 0; i < KEY_HASH_SLOTS; i++) args[`hash${i}`] = chunk[i] ?? chunk[0]!
+    for (const { keyHash, ...record } of yield * all(queries.activeKeysByHashes, args)) found.set(keyHash, record)
+  }
+  return found
 }
 
 type SharedMethods = Pick<Store, 'countPets' | 'highestPetId' | 'listInventory' | 'listOrders' | 'createApiKey' | 'listApiKeys' | 'revokeApiKey' | 'countApiKeys'>

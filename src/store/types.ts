@@ -86,5 +86,7 @@ export interface Store extends DataAccess {
    * cache holds), without a promise.
    */
   findActiveApiKey (keyHash: string): MaybePromise<ApiKeyRecord | undefined>
+  /** The active keys among these hashes, by hash, looked up together (keys the engine caches need no lookup). */
+  findActiveApiKeys (keyHashes: readonly string[]): MaybePromise<ReadonlyMap<string, ApiKeyRecord>>
   countApiKeys (): Promise<number>
 }

@@ -9,6 +9,7 @@ import { ExpiringMap, KEY_GUARD_DEFAULTS, KeyGuard } from '../../src/authenticat
 import { MemoryRateLimitStore } from '../../src/rate-limit/memory-store.js'
 import { hashApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
+import { KEY_HASH_SLOTS } from '../../src/store/shared-queries.js'
 import type { Store } from '../../src/store/types.js'
 import { tempDir, type Teardown } from '../helpers/app.js'
 import { expectError, expectUnauthorized } from '../helpers/assertions.js'
@@ -18,32 +19,75 @@ import { bearer, limitedApp, limitHeaders, listInventory, START, testClock } fro
 const free = document.plans.free!
 const guess = () => `psk_${randomBytes(32).toString('base64url')}`
 
-/** A SQLite store whose key lookups are counted. */
-async function countingStore (t: Teardown): Promise<{ store: Store, lookups: () => number }> {
+/** A SQLite store whose key lookups are counted (each key asked about counts once). */
+async function countingStore (t: Teardown): Promise<{ store: Store, lookups: () => number, statements: () => number }> {
   const inner = await createStore(`sqlite:${join(tempDir(t), 'counted.db')}`)
   let lookups = 0
+  let statements = 0
   const store = new Proxy(inner, {
     get (target, property, receiver) {
       if (property === 'findActiveApiKey') {
         return (keyHash: string) => {
           lookups++
+          statements++
           return target.findActiveApiKey(keyHash)
+        }
+      }
+      if (property === 'findActiveApiKeys') {
+        return (keyHashes: readonly string[]) => {
+          lookups += keyHashes.length
+          statements += Math.ceil(keyHashes.length / KEY_HASH_SLOTS)
+          return target.findActiveApiKeys(keyHashes)
         }
       }
       const value = Reflect.get(target, property, receiver) as unknown
       return typeof value === 'function' ? value.bind(target) : value
     }
   })
-  return { store, lookups: () => lookups }
+  return { store, lookups: () => lookups, statements: () => statements }
+}
+
+type Found = { id: string | number } | undefined
+
+/**
+ * The store as the guard sees it, answering from `answer`; records which keys each lookup asked
+ * about. `hold` makes batch lookups wait until released.
+ */
+function fakeLookups (answer: (keyHash: string) => Found = () => undefined, options: { sync?: boolean } = {}) {
+  const calls = { find: [] as string[], findMany: [] as string[][] }
+  let gate: Promise<void> | undefined
+  let open = () => {}
+  const lookups = {
+    find: (keyHash: string) => {
+      calls.find.push(keyHash)
+      return options.sync === true ? answer(keyHash) : Promise.resolve(answer(keyHash))
+    },
+    findMany: async (keyHashes: readonly string[]) => {
+      calls.findMany.push([...keyHashes])
+      if (gate !== undefined) await gate
+      const found = new Map<string, { id: string | number }>()
+      for (const keyHash of keyHashes) {
+        const record = answer(keyHash)
+        if (record !== undefined) found.set(keyHash, record)
+      }
+      return found
+    }
+  }
+  return {
+    lookups,
+    calls,
+    hold: () => { gate = new Promise((resolve) => { open = resolve }) },
+    release: () => { gate = undefined; open() }
+  }
 }
 
 async function guardedApp (t: Teardown) {
   const clock = testClock()
-  const { store, lookups } = await countingStore(t)
+  const { store, lookups, statements } = await countingStore(t)
   // METRICS_PORT: the registry exists (read in-process here), though nothing listens on it.
   const api = await limitedApp(t, 'memory', { clock, store, env: { METRICS_PORT: '0' } })
   const from = (remoteAddress: string, key: string) => listInventory(api, bearer(key), { remoteAddress })
-  return { api, clock, store, lookups, from }
+  return { api, clock, store, lookups, statements, from }
 }
 
 t.test('a limited address: guessed keys cost at most one lookup a second; valid keys still get in', async (t) => {
@@ -126,7 +170,7 @@ t.test(`an unknown key is remembered for ${KEY_GUARD_DEFAULTS.unknownKeyMs} ms: 
   const res = await from('198.51.100.1', secret)
   t.equal(res.statusCode, 200, 'accepted once the entry has expired')
   t.equal(lookups(), 2)
-  t.equal(api.app.rateLimits.keyGuard.sizes().knownKeys, 1, 'and now known')
+  t.equal(api.app.keyGuard.sizes().knownKeys, 1, 'and now known')
 })
 
 t.test('the caches are bounded, and a sweep does bounded work', async (t) => {
@@ -152,25 +196,24 @@ t.test('the caches are bounded, and a sweep does bounded work', async (t) => {
   t.equal(sweeps, 125, 'successive sweeps go on where the last stopped, until all the expired are gone')
 
   const clock = testClock()
-  const guard = new KeyGuard({ now: clock.now, maxUnknownKeys: 5, maxLimitedAddresses: 5, maxKnownKeys: 5 })
+  const store = fakeLookups((keyHash) => keyHash.startsWith('known') ? { id: keyHash } : undefined)
+  const guard = new KeyGuard({ now: clock.now, lookups: store.lookups, maxUnknownKeys: 5, maxLimitedAddresses: 5, maxKnownKeys: 5 })
   for (let i = 0; i < 50; i++) {
-    await guard.check(`unknown ${i}`, () => '198.51.100.1', async () => undefined)
-    await guard.check(`known ${i}`, () => '198.51.100.1', async () => ({ id: i }))
+    await guard.check(`unknown ${i}`, () => '198.51.100.1')
+    await guard.check(`known ${i}`, () => '198.51.100.1')
     guard.addressLimited(`192.0.2.${i}`, clock.now() + 60_000)
   }
   t.same(guard.sizes(), { unknownKeys: 5, knownKeys: 5, limitedAddresses: 5, waitingLookups: 0 }, 'each of the guard\'s maps holds at most its bound')
-  let finds = 0
-  const find = async () => { finds++; return undefined }
-  t.equal(await guard.check('a fresh key', () => '192.0.2.49', find), 'not-checked', 'the newest limited address is still known')
-  t.equal(finds, 0)
-  t.equal(await guard.check('a fresh key', () => '192.0.2.0', find), undefined, 'an evicted one is looked up again (until the limiter names it again)')
-  t.equal(finds, 1)
+  const asked = () => store.calls.findMany.flat().filter((keyHash) => keyHash === 'a fresh key').length
+  t.equal(await guard.check('a fresh key', () => '192.0.2.49'), 'not-checked', 'the newest limited address is still known')
+  t.equal(asked(), 0)
+  t.equal(await guard.check('a fresh key', () => '192.0.2.0'), undefined, 'an evicted one is looked up again (until the limiter names it again)')
+  t.equal(asked(), 1)
 })
 
 t.test('known keys: when the bound is reached, the key verified longest ago goes; a key in use renews its place at most once a second', async (t) => {
   const clock = testClock()
-  const guard = new KeyGuard({ now: clock.now, maxKnownKeys: 3 })
-  const found = async () => ({ id: 'found' })
+  const guard = new KeyGuard({ now: clock.now, lookups: fakeLookups(() => ({ id: 'found' })).lookups, maxKnownKeys: 3 })
   // From an address limited a moment ago, a known key is looked up, one the guard does not know
   // is not (the address's trickle allows its next lookup a second later).
   let limited = 0
@@ -178,78 +221,98 @@ t.test('known keys: when the bound is reached, the key verified longest ago goes
     const address = `192.0.2.${++limited}`
     guard.addressLimited(address, clock.now() + 60_000)
     const known: boolean[] = []
-    for (const key of keys) known.push((await guard.check(key, () => address, found)) !== 'not-checked')
+    for (const key of keys) known.push((await guard.check(key, () => address)) !== 'not-checked')
     return known
   }
 
-  for (const key of ['a', 'b', 'c']) await guard.check(key, () => '198.51.100.1', found)
-  await guard.check('a', () => '198.51.100.1', found) // within the same second: its place is kept
-  await guard.check('d', () => '198.51.100.1', found)
+  for (const key of ['a', 'b', 'c']) await guard.check(key, () => '198.51.100.1')
+  await guard.check('a', () => '198.51.100.1') // within the same second: its place is kept
+  await guard.check('d', () => '198.51.100.1')
   t.same(await probe(['a', 'b', 'c', 'd']), [false, true, true, true], 'a was verified first, and again within the second: it went first')
 
   clock.advance(1000)
-  await guard.check('b', () => '198.51.100.1', found) // a second later: b becomes the newest
-  await guard.check('e', () => '198.51.100.1', found)
+  await guard.check('b', () => '198.51.100.1') // a second later: b becomes the newest
+  await guard.check('e', () => '198.51.100.1')
   t.same(await probe(['b', 'c', 'd', 'e']), [true, false, true, true], 'b renewed its place a second later, so c (the oldest) went')
 })
 
-t.test('keys this instance does not know are looked up two at a time; known keys never wait', async (t) => {
+t.test('keys this instance does not know are looked up in batches, two batches at a time; known keys never wait', async (t) => {
   const clock = testClock()
-  const guard = new KeyGuard({ now: clock.now, maxNewKeyLookups: 2, maxWaitingLookups: 3 })
-  t.same(await guard.check('verified', () => '198.51.100.1', async () => ({ id: 'verified' })), { id: 'verified' })
+  const store = fakeLookups((keyHash) => keyHash === 'verified' || keyHash.startsWith('valid') ? { id: keyHash } : undefined)
+  const guard = new KeyGuard({ now: clock.now, lookups: store.lookups, maxNewKeyLookups: 2, lookupBatch: 2, maxWaitingLookups: 6 })
+  t.same(await guard.check('verified', () => '198.51.100.1'), { id: 'verified' })
 
-  let release!: () => void
-  const blocked = new Promise<void>((resolve) => { release = resolve })
-  const started: string[] = []
-  const slowFind = (name: string) => async () => {
-    started.push(name)
-    await blocked
-    return undefined
-  }
-  const pending = ['n1', 'n2', 'n3', 'n4', 'n5'].map((name) => guard.check(name, () => name === 'n5' ? '192.0.2.2' : '192.0.2.1', slowFind(name)))
-  t.equal(await guard.check('n6', () => '192.0.2.3', slowFind('n6')), 'busy', 'with two running and three waiting, the next is refused as busy')
+  store.hold()
+  // The first two keys start a batch each at once; the next wait, and form batches of up to two.
+  const names = ['n1', 'n2', 'n3', 'n4', 'n5', 'valid6', 'n7', 'valid8']
+  const pending = names.map((name) => guard.check(name, () => name === 'valid8' ? '192.0.2.2' : '192.0.2.1'))
+  t.equal(await guard.check('n9', () => '192.0.2.3'), 'busy', 'with two lookups running and six keys waiting (the most), the next is refused as busy')
+  t.same(store.calls.findMany.slice(1), [['n1'], ['n2']], 'two lookups run')
+  t.equal(guard.sizes().waitingLookups, 6, 'six keys wait for a batch')
+  const again = guard.check('n3', () => '192.0.2.4')
+  t.ok(again instanceof Promise, 'a key already waiting shares that wait…')
+  t.equal(guard.sizes().waitingLookups, 6, '…without taking a place of its own')
+
+  t.same(await guard.check('verified', () => '192.0.2.1'), { id: 'verified' }, 'a known key is looked up at once, past the waiting ones')
+  clock.advance(1)
+  store.release()
+  t.same(await Promise.all(pending.slice(0, 2)), [undefined, undefined], 'the first two are answered')
+  store.hold()
   await new Promise((resolve) => setImmediate(resolve))
-  t.same(started, ['n1', 'n2'], 'two lookups run')
-  t.equal(guard.sizes().waitingLookups, 3, 'three wait their turn')
-
-  t.same(await guard.check('verified', () => '192.0.2.1', async () => ({ id: 'verified' })), { id: 'verified' }, 'a known key is looked up at once, past the queue')
+  t.same(store.calls.findMany.slice(3), [['n3', 'n4'], ['n5', 'valid6']], 'then, a turn later, batches of two')
   guard.addressLimited('192.0.2.1', clock.now() + 60_000)
-  release()
-  t.same(await Promise.all(pending), [undefined, undefined, 'not-checked', 'not-checked', undefined],
-    'the waiting decide again on their turn: the two whose address was limited meanwhile are not looked up')
-  t.same(started, ['n1', 'n2', 'n5'])
+  store.release()
+  t.same(await Promise.all(pending.slice(2)), [undefined, undefined, undefined, { id: 'valid6' }, 'not-checked', { id: 'valid8' }],
+    'each key decides again when its batch is formed: n7, of the address limited meanwhile, is not looked up')
+  t.equal(await again, undefined, 'the shared wait answers both requests')
+  t.same(store.calls.findMany.slice(5), [['valid8']])
   t.equal(guard.sizes().waitingLookups, 0)
-  t.equal(await guard.check('n7', () => '192.0.2.3', async () => undefined), undefined, 'and the turns are all given back')
+  t.equal(await guard.check('n10', () => '192.0.2.3'), undefined, 'and the turns are all given back')
 })
 
 t.test('a known key is answered in the same call when the store answers so; otherwise by a promise', async (t) => {
   const clock = testClock()
-  const guard = new KeyGuard({ now: clock.now })
-  const record = { id: 'key_sync' }
-  t.ok(guard.check('k', () => '198.51.100.1', () => record) instanceof Promise, 'a key this instance has not verified waits its turn: a promise')
-  await new Promise((resolve) => setImmediate(resolve))
-  t.equal(guard.check('k', () => '198.51.100.1', () => record), record, 'then, verified and found at once: the record itself, no promise')
-  const later = guard.check('k', () => '198.51.100.1', async () => record)
-  t.ok(later instanceof Promise, 'a store that answers later: a promise')
-  t.equal(await later, record)
-  t.equal(guard.check('k', () => '198.51.100.1', () => undefined), undefined, 'revoked, found at once: undefined')
-  t.equal(guard.check('k', () => '198.51.100.1', () => record), 'unknown', 'and refused without a lookup from then on')
-  const fresh = guard.check('other', () => '192.0.2.9', () => record)
-  t.ok(fresh instanceof Promise, 'a new key is still looked up in turn')
-  t.equal(await fresh, record)
+  let record: Found = { id: 'key_sync' }
+  const store = fakeLookups(() => record, { sync: true })
+  const guard = new KeyGuard({ now: clock.now, lookups: store.lookups })
+  const first = guard.check('k', () => '198.51.100.1')
+  t.ok(first instanceof Promise, 'a key this instance has not verified waits for its batch: a promise')
+  t.same(await first, record)
+  t.equal(guard.check('k', () => '198.51.100.1'), record, 'then, verified and found at once: the record itself, no promise')
+  const later = new KeyGuard({ now: clock.now, lookups: fakeLookups(() => record).lookups })
+  await later.check('k', () => '198.51.100.1')
+  const answer = later.check('k', () => '198.51.100.1')
+  t.ok(answer instanceof Promise, 'a store that answers later: a promise')
+  t.same(await answer, record)
+  record = undefined
+  t.equal(guard.check('k', () => '198.51.100.1'), undefined, 'revoked, found at once: undefined')
+  t.equal(guard.check('k', () => '198.51.100.1'), 'unknown', 'and refused without a lookup from then on')
 })
 
-t.test('a lookup that cannot have its turn within maxWaitMs is refused as busy (a hanging store does not pile them up)', async (t) => {
-  const guard = new KeyGuard({ now: testClock().now, maxNewKeyLookups: 1, maxWaitMs: 50 })
-  let release!: () => void
-  const hanging = guard.check('first', () => '192.0.2.1', () => new Promise<undefined>((resolve) => { release = () => resolve(undefined) }))
+t.test('a key that cannot join a batch within maxWaitMs is refused as busy (a hanging store does not pile them up)', async (t) => {
+  const store = fakeLookups()
+  const guard = new KeyGuard({ now: testClock().now, lookups: store.lookups, maxNewKeyLookups: 1, maxWaitMs: 50 })
+  store.hold()
+  const hanging = guard.check('first', () => '192.0.2.1')
   const started = performance.now()
-  t.equal(await guard.check('second', () => '192.0.2.2', async () => undefined), 'busy')
+  t.equal(await guard.check('second', () => '192.0.2.2'), 'busy')
   t.ok(performance.now() - started >= 45, 'after waiting its 50 ms')
   t.equal(guard.sizes().waitingLookups, 0, 'and no longer waiting')
-  release()
+  store.release()
   t.equal(await hanging, undefined)
-  t.equal(await guard.check('third', () => '192.0.2.3', async () => undefined), undefined, 'the turn was given back')
+  t.equal(await guard.check('third', () => '192.0.2.3'), undefined, 'the turn was given back')
+})
+
+t.test('a lookup that fails fails each of its keys\' requests, and frees its turn', async (t) => {
+  const failing = {
+    find: () => undefined,
+    findMany: () => Promise.reject(new Error('storage is down'))
+  }
+  const guard = new KeyGuard<{ id: string }>({ now: testClock().now, lookups: failing, maxNewKeyLookups: 1 })
+  const results = await Promise.allSettled([guard.check('a', () => '192.0.2.1'), guard.check('a', () => '192.0.2.2'), guard.check('b', () => '192.0.2.1')])
+  t.same(results.map((result) => result.status), ['rejected', 'rejected', 'rejected'])
+  t.equal(guard.sizes().waitingLookups, 0)
+  t.same(guard.sizes().unknownKeys, 0, 'a failed lookup says nothing about the keys')
 })
 
 t.test('the memory store sweeps ended windows a bounded batch at a time', async (t) => {
@@ -277,12 +340,15 @@ t.test('the memory store sweeps ended windows a bounded batch at a time', async 
   t.ok(steps >= 200, 'in steps, not in one go')
 })
 
-t.test('a burst of concurrent guesses from one address costs about its allowance in lookups, not one per request', async (t) => {
-  const { lookups, from } = await guardedApp(t)
+t.test('a burst of concurrent guesses from one address costs about its allowance in lookups, in a few statements', async (t) => {
+  const { lookups, statements, from } = await guardedApp(t)
   const answers = await Promise.all(Array.from({ length: 500 }, () => from('203.0.113.50', guess())))
   const statuses = answers.map((res) => res.statusCode)
   t.equal(statuses.filter((s) => s === 401).length, free.perMinute, `${free.perMinute} refused as unknown`)
   t.equal(statuses.filter((s) => s === 429).length, 500 - free.perMinute, 'the rest limited, then banned')
-  t.comment(`${lookups()} lookups for 500 concurrent guesses`)
-  t.ok(lookups() <= free.perMinute + 10, `${lookups()} lookups: the allowance, and the few admitted before the limiter's answer for the address arrived`)
+  t.comment(`${lookups()} keys looked up in ${statements()} statements for 500 concurrent guesses`)
+  // Before the limiter's answer for the address arrives, the batches under way (two at most, of
+  // up to lookupBatch keys each) were admitted: that is the whole of the excess.
+  t.ok(lookups() <= free.perMinute + 2 * KEY_GUARD_DEFAULTS.lookupBatch, `${lookups()} keys looked up: the allowance, and the batches admitted before the address was limited`)
+  t.ok(statements() <= Math.ceil(free.perMinute / KEY_GUARD_DEFAULTS.lookupBatch) + 6, `${statements()} statements`)
 })

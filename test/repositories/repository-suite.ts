@@ -189,6 +189,13 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     t.equal(await r.apiKeys.findActive('hash-a'), undefined, 'no longer active')
     t.equal((await r.apiKeys.revoke('key_a'))?.revokedAt, revoked?.revokedAt, 'a second revocation keeps the first time')
     t.equal(await r.apiKeys.revoke('key_none'), undefined)
+    const many = Array.from({ length: 40 }, (_, i) => `hash-${i}`)
+    await Promise.all(many.slice(0, 35).map((keyHash, i) => r.apiKeys.create({ ...key, id: `key_m${i}`, keyHash })))
+    await r.apiKeys.revoke('key_m3')
+    const found = await r.apiKeys.findActiveMany([...many, 'hash-a', 'hash-b'])
+    t.same([...found.keys()].sort(), [...many.slice(0, 35).filter((keyHash) => keyHash !== 'hash-3'), 'hash-b'].sort(),
+      'findActiveMany: the active keys among 42 hashes (more than one statement\'s worth), by hash')
+    t.same(found.get('hash-7'), await r.apiKeys.findActive('hash-7'), 'each the same record as findActive')
   })
 
   t.test('pets and inventory repositories', async (t) => {

@@ -49,8 +49,7 @@ const keyFailureReasons: Partial<Record<ErrorCode, AuthFailureReason>> = {
  */
 function identify (key: string, request: FastifyRequest): MaybePromise<boolean> {
   const keyHash = hashApiKey(key)
-  const { apiKeysRepository } = request.server
-  const checked = request.server.rateLimits.keyGuard.check(keyHash, () => clientAddress(request), () => apiKeysRepository.findActive(keyHash))
+  const checked = request.server.keyGuard.check(keyHash, () => clientAddress(request))
   // This runs for every /v1 request: a key the store had at hand is judged in this same call,
   // without a promise (see KeyGuard.check); bearer-auth takes a boolean or a promise of one, and
   // turns a throw into its failure as it does a rejection.
@@ -71,7 +70,7 @@ function accept (record: ApiKeyRecord | KeyRefusal | undefined, request: Fastify
  * read or the path validated: identify the API key (bearer-auth reads the header, `identify`
  * judges the key), let the limiter count the request (failed authentications too, per client
  * address), then answer 401 when the key was not accepted. A key that could not be looked up
- * (storage down) is answered 503, uncounted.
+ * (storage down, or too many keys waiting for a lookup) is answered 503, uncounted.
  */
 async function authentication (app: FastifyInstance) {
   await app.register(bearerAuth, { auth: identify })
@@ -89,8 +88,10 @@ async function authentication (app: FastifyInstance) {
       return
     }
     verify(request, reply, (error?: Error) => {
-      if (error instanceof StoreUnavailableError) {
-        metrics?.authFailure('storage_unavailable')
+      // The service's own waiting (storage down, too many keys being checked) is not the
+      // client's doing: answered 503, counted against no one.
+      if (error instanceof StoreUnavailableError || (error instanceof ApiError && error.statusCode === 503)) {
+        metrics?.authFailure(error instanceof StoreUnavailableError ? 'storage_unavailable' : 'key_checks_busy')
         app.rateLimits.skip(request, reply)
         return done(error)
       }

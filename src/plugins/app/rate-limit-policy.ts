@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { KeyGuard } from '../../authentication/key-guard.js'
 import type { PlanLimits } from '../../contract/document.js'
 import { ApiError } from '../../contract/errors.js'
 import { clientAddress } from '../../rate-limit/client-address.js'
@@ -15,9 +14,6 @@ export interface RateLimitPolicyOptions {
   /** Milliseconds since the epoch. */
   now: () => number
 }
-
-/** How often the key guard's expired entries are swept, a bounded batch each time. */
-const SWEEP_INTERVAL_MS = 1000
 
 type Limiter = ReturnType<FastifyInstance['createRateLimit']>
 
@@ -77,12 +73,7 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
   const anonymousLimits = limitsFor(null, plans) // the anonymous plan must exist: fail at boot, not per request
   app.decorateRequest('rateLimitClient', null)
 
-  const keyGuard = new KeyGuard({ now })
-  const sweeper = setInterval(() => { keyGuard.sweep() }, SWEEP_INTERVAL_MS).unref()
-  app.addHook('onClose', async () => {
-    clearInterval(sweeper)
-    keyGuard.clear()
-  })
+  const { keyGuard } = app
 
   // Every limiter counts a request under the key `count` chose for it: its API key's, or its client address's.
   const keyGenerator = (request: FastifyRequest) => {
@@ -246,9 +237,7 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
     /** A request whose caller could not be identified (storage down): answered uncounted, per key or address. */
     skip (request: FastifyRequest, reply: FastifyReply): void {
       uncounted(reply, clientFor(request, null).limits, now())
-    },
-
-    keyGuard
+    }
   })
 }
 
@@ -266,10 +255,8 @@ declare module 'fastify' {
        */
       count: (request: FastifyRequest, reply: FastifyReply, apiKey: ApiKeyRecord | null, done: (error?: Error) => void) => void
       skip: (request: FastifyRequest, reply: FastifyReply) => void
-      /** Which presented keys are worth a store lookup; identify (authentication.ts) asks it before each one. */
-      keyGuard: KeyGuard
     }
   }
 }
 
-export default fp(rateLimitPolicy, { name: 'rate-limit-policy', dependencies: ['rate-limit'] })
+export default fp(rateLimitPolicy, { name: 'rate-limit-policy', dependencies: ['rate-limit', 'key-guard'] })

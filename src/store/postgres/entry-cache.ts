@@ -40,6 +40,31 @@ export class EntryCache<K, V> {
     }
   }
 
+  /** The values of several keys: those cached, and the others read by one `load`. */
+  async getMany (keys: readonly K[], load: (missing: K[]) => Promise<ReadonlyMap<K, V>>): Promise<Map<K, V>> {
+    const found = new Map<K, V>()
+    const missing: K[] = []
+    for (const key of keys) {
+      const cached = this.entries.get(key)
+      if (cached !== undefined) found.set(key, cached)
+      else missing.push(key)
+    }
+    if (missing.length === 0) return found
+    const since = this.changes.beginRead()
+    try {
+      for (const [key, value] of await load(missing)) {
+        found.set(key, value)
+        if (this.changes.fresh(key, since)) {
+          if (this.entries.size >= this.maxEntries) this.entries.clear()
+          this.entries.set(key, deepFreeze(value))
+        }
+      }
+      return found
+    } finally {
+      this.changes.endRead()
+    }
+  }
+
   /** Replaces a cached value (this instance wrote the change, as the last writer). */
   update (key: K, change: (value: V) => V): void {
     const cached = this.entries.get(key)

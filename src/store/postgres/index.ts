@@ -8,7 +8,7 @@ import { EntryCache } from './entry-cache.js'
 import { importCatalogue } from './import.js'
 import { Invalidations } from './invalidations.js'
 import { InventoryWrites } from './inventory-writes.js'
-import { activeKeyByHash, getPet, sharedMethods } from '../shared-queries.js'
+import { activeKeyByHash, activeKeysByHashes, getPet, sharedMethods } from '../shared-queries.js'
 import { runAsync, type DataAccess } from '../work.js'
 import { postgresStepRunner } from './dialect.js'
 import { bulkTransaction, connectionFailed, openPool, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
@@ -279,6 +279,11 @@ export function createPostgresStore (connectionString: string, options: Postgres
       feed.start()
       // Every /v1 request asks: a cached key is answered in this same call, without a promise.
       return keys.peek(keyHash) ?? keys.get(keyHash, () => access.read(() => activeKeyByHash(keyHash)))
+    },
+
+    findActiveApiKeys: (keyHashes) => {
+      feed.start()
+      return keys.getMany(keyHashes, (missing) => access.read(() => activeKeysByHashes(missing)))
     }
   }
 }

@@ -1,9 +1,9 @@
 import type { MaybePromise } from '../../maybe-promise.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { petColumns, toPetStatus } from '../rows.js'
-import { activeKeyByHash, getPet, sharedMethods } from '../shared-queries.js'
+import { activeKeyByHash, activeKeysByHashes, getPet, sharedMethods } from '../shared-queries.js'
 import type { TableName } from '../schema.js'
-import type { Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
+import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
 import { runSync, STOPPED, tablesTouched, type DataAccess, type Step } from '../work.js'
 import { ReadCaches } from './caches.js'
 import { clearStorageFault, failureOf, isBusy, migrationTransaction, openDatabase, probeWrite, retryWhileBusy, storageFaultOf } from './database.js'
@@ -230,6 +230,18 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     }),
 
     // Every /v1 request asks: answered in this same call, without a promise, unless a key write waits.
-    findActiveApiKey: (keyHash) => readingAfterWritesNow('keys', () => caches.activeKey(keyHash, () => runSync(activeKeyByHash(keyHash), 'sqlite', runner)))
+    findActiveApiKey: (keyHash) => readingAfterWritesNow('keys', () => caches.activeKey(keyHash, () => runSync(activeKeyByHash(keyHash), 'sqlite', runner))),
+
+    // Keys this instance has not verified: one statement per KEY_HASH_SLOTS keys, each answer kept
+    // in the cache of active keys.
+    findActiveApiKeys: (keyHashes) => readingAfterWritesNow('keys', () => {
+      const read = runSync(activeKeysByHashes(keyHashes), 'sqlite', runner)
+      const found = new Map<string, ApiKeyRecord>()
+      for (const keyHash of keyHashes) {
+        const record = caches.activeKey(keyHash, () => read.get(keyHash))
+        if (record !== undefined) found.set(keyHash, record)
+      }
+      return found
+    })
   }
 }

@@ -1,0 +1,35 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { KeyGuard } from '../../authentication/key-guard.js'
+import type { ApiKeyRecord } from '../../store/types.js'
+
+/** How often the key guard's expired entries are swept, a bounded batch each time. */
+const SWEEP_INTERVAL_MS = 1000
+
+/**
+ * The key guard (src/authentication/key-guard.ts) over the API keys repository: which presented
+ * keys are worth a lookup. Authentication asks it before each lookup; the rate-limit policy tells
+ * it which client addresses are limited.
+ */
+async function keyGuard (app: FastifyInstance, options: { now: () => number }) {
+  const keys = app.apiKeysRepository
+  const guard = new KeyGuard<ApiKeyRecord>({
+    now: options.now,
+    lookups: { find: (keyHash) => keys.findActive(keyHash), findMany: (keyHashes) => keys.findActiveMany(keyHashes) }
+  })
+  const sweeper = setInterval(() => { guard.sweep() }, SWEEP_INTERVAL_MS).unref()
+  app.addHook('onClose', async () => {
+    clearInterval(sweeper)
+    guard.clear()
+  })
+  app.decorate('keyGuard', guard)
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Which presented keys are worth a store lookup (src/authentication/key-guard.ts). */
+    keyGuard: KeyGuard<ApiKeyRecord>
+  }
+}
+
+export default fp(keyGuard, { name: 'key-guard', dependencies: ['repositories'] })
