@@ -131,7 +131,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
     store: options.store
   })
   await fastify.register(repositories, { now, sweepIntervalMs: options.idempotencySweepMs })
-  await fastify.register(keyGuard, { now })
+  await fastify.register(keyGuard, { now, maxWaitMs: config.databaseTimeoutMs })
   await fastify.register(rateLimitPolicy, { plans: document.plans, banAfter: config.rateLimitBanAfter, now })
 
   await fastify.register(health, { clock: options.monotonicNow })

@@ -14,12 +14,12 @@ export type KeyRefusal =
 
 type Admission = KeyRefusal | 'known' | 'new'
 
-/** How the guard asks the store (the API keys repository) about keys. */
+/** How the guard asks the store about keys: the API keys repository (src/repositories/api-keys.ts). */
 export interface KeyLookups<R> {
   /** One key this instance has verified before: answered in the same call when the store has it at hand. */
-  find (keyHash: string): MaybePromise<R | undefined>
+  findActive (keyHash: string): MaybePromise<R | undefined>
   /** Keys this instance has not verified yet, in one lookup: the active ones found, by hash. */
-  findMany (keyHashes: readonly string[]): MaybePromise<ReadonlyMap<string, R>>
+  findActiveMany (keyHashes: readonly string[]): MaybePromise<ReadonlyMap<string, R>>
 }
 
 export interface KeyGuardOptions<R> {
@@ -132,7 +132,7 @@ export class KeyGuard<R extends object> {
     // has the key at hand, else by a promise chain rather than an async function, whose suspended
     // frame and extra promises each such request paid for.
     if (first === 'known') {
-      const found = this.lookups.find(keyHash)
+      const found = this.lookups.findActive(keyHash)
       return found instanceof Promise ? found.then((record) => this.settle(keyHash, record)) : this.settle(keyHash, found)
     }
     if (first !== 'new') return first
@@ -196,7 +196,7 @@ export class KeyGuard<R extends object> {
     }
     // Answered in a later job even when the store answers at once: the batch holds its turn until
     // then, so the keys that arrive meanwhile wait and share the next batch.
-    new Promise<ReadonlyMap<string, R>>((resolve) => { resolve(this.lookups.findMany(batch.map((waiting) => waiting.keyHash))) })
+    new Promise<ReadonlyMap<string, R>>((resolve) => { resolve(this.lookups.findActiveMany(batch.map((waiting) => waiting.keyHash))) })
       .then(answered, failed)
   }
 

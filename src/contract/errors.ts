@@ -8,6 +8,9 @@ export const errorStatus = {
   insufficient_stock: 409,
   invalid_transition: 409,
   idempotency_key_in_use: 409,
+  out_of_range: 409,
+  already_exists: 409,
+  invalid_reference: 409,
   gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -45,6 +48,21 @@ export class ApiError extends Error {
 }
 
 export const notFound = (message: string) => new ApiError('not_found', message)
+
+/**
+ * A write the database refused for one of its constraints: a bound (`out_of_range`), a
+ * uniqueness (`already_exists`) or a reference (`invalid_reference`). The request's own doing,
+ * answered 409 with the Error body; `cause` is the database's error, `constraint` its name when
+ * the database gives one.
+ */
+export class ConstraintViolation extends ApiError {
+  override name = 'ConstraintViolation'
+
+  constructor (code: 'out_of_range' | 'already_exists' | 'invalid_reference', message: string, readonly constraint: string | undefined, options: { cause: unknown }) {
+    super(code, message)
+    this.cause = options.cause
+  }
+}
 
 /** The storage could not be reached in time; the client may retry. */
 export class StoreUnavailableError extends Error {

@@ -359,7 +359,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "out_of_range" | "already_exists" | "invalid_reference" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
             /**
@@ -490,6 +490,19 @@ export interface components {
         PlaceOrderConflict: {
             headers: {
                 "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The database refused the change for one of its rules, and nothing changed: a stored number would go past its bound (`out_of_range`), a value that must be unique is taken (`already_exists`), or the change names a resource that does not exist, or removes one others name (`invalid_reference`). The same on every storage engine. An operation whose writes can meet such a rule declares this answer as its `409`. */
+        ConstraintConflict: {
+            headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];

@@ -1,4 +1,5 @@
 import { hash, randomBytes } from 'node:crypto'
+import { ConstraintViolation } from '../contract/errors.js'
 import type { MaybePromise } from '../maybe-promise.js'
 import type { ApiKeyRecord, NewApiKey, Store } from '../store/types.js'
 
@@ -62,7 +63,8 @@ export class InvalidApiKeyError extends Error {
 
 /** Whether `error` is the database's refusal of a key without valid limits, on either engine. */
 function isLimitsRefusal (error: unknown): boolean {
-  const { code, message, constraint } = (error ?? {}) as { code?: unknown, message?: unknown, constraint?: unknown }
+  const refusal = error instanceof ConstraintViolation ? error.cause : error
+  const { code, message, constraint } = (refusal ?? {}) as { code?: unknown, message?: unknown, constraint?: unknown }
   return (code === 'SQLITE_CONSTRAINT_TRIGGER' && String(message).startsWith('api_keys_limits')) ||
     (code === '23514' && constraint === 'api_keys_limits')
 }

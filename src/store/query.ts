@@ -1,6 +1,6 @@
 import {
   DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter,
-  SqliteIntrospector, SqliteQueryCompiler, type Compilable, type Dialect
+  SqliteIntrospector, SqliteQueryCompiler, type Compilable, type Dialect, type SelectQueryBuilder
 } from 'kysely'
 import type { Database, TableName } from './schema.js'
 
@@ -29,13 +29,18 @@ class Argument {
   constructor (readonly name: string) {}
 }
 
+/** A statement that only reads, or one that writes (INSERT, UPDATE, DELETE, a CTE that does). */
+export type Access = 'read' | 'write'
+
 /**
  * A query written once with Kysely, compiled once per engine. Arguments are placeholders in the
  * compiled parameters, replaced by the call's values when it runs: no query is built per request.
- * `changes` are the tables a write changes, read from the query itself.
+ * `changes` are the tables a write changes, read from the query itself; `access` says, in the
+ * type, whether it may change anything (a read's work admits only reads: see work.ts).
  */
-export interface Statement<A, R> {
+export interface Statement<A, R, K extends Access = Access> {
   readonly name: string
+  readonly access: K
   /** The tables the statement writes. */
   readonly changes: readonly TableName[]
   /** Every table the statement reads or writes. */
@@ -45,7 +50,18 @@ export interface Statement<A, R> {
   readonly row?: R
 }
 
+/**
+ * What a placeholder can bind on both engines: one value. (An array binds on PostgreSQL only, and
+ * a statement is written once for both: a list of values is one placeholder per element.)
+ */
+export type Bindable = string | number | boolean | null
+
+/** Arguments whose every value a placeholder can bind. */
+export type BindableArgs<A> = { readonly [K in keyof A]: Bindable }
+
 type Row<Q> = Q extends Compilable<infer R> ? R : never
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table set, any selection: only the builder's kind matters
+type AccessOf<Q> = Q extends SelectQueryBuilder<any, any, any> ? 'read' : 'write'
 
 /** The tables a compiled query writes (INSERT, UPDATE, DELETE; CTEs included), from Kysely's tree. */
 export function tablesWritten (node: unknown): TableName[] {
@@ -93,14 +109,15 @@ export type Arg<A> = <K extends keyof A & string>(key: K) => A[K]
 
 /**
  * Defines a statement: `build` writes the query with Kysely, using `arg('name')` wherever a value
- * of the call goes; annotate it (`arg: Arg<{ petId: number }>`) to type the call's arguments.
- * (An argument is typed as its value so that Kysely types the query; it is a placeholder until
- * the statement runs.)
+ * of the call goes; annotate it (`arg: Arg<{ petId: number }>`) to type the call's arguments, each
+ * of which must be Bindable. (An argument is typed as its value so that Kysely types the query; it
+ * is a placeholder until the statement runs.) A SELECT is a read; anything else is a write, and
+ * so is a SELECT whose common table expressions write.
  */
-export function statement<A extends object, Q extends Compilable<unknown>> (
+export function statement<A extends BindableArgs<A> = Record<never, never>, Q extends Compilable<unknown> = Compilable<unknown>> (
   name: string,
   build: (db: Kysely<Database>, arg: Arg<A>) => Q
-): Statement<A, Row<Q>> {
+): Statement<A, Row<Q>, AccessOf<Q>> {
   const arg: Arg<A> = (key) => new Argument(key) as unknown as A[typeof key]
   const perEngine = {
     sqlite: build(builders.sqlite, arg).compile(),
@@ -118,9 +135,12 @@ export function statement<A extends object, Q extends Compilable<unknown>> (
     })
   }
   const filled = { sqlite: fill('sqlite'), postgres: fill('postgres') }
+  const changes = tablesWritten(perEngine.sqlite.query)
+  const access = (perEngine.sqlite.query.kind === 'SelectQueryNode' && changes.length === 0 ? 'read' : 'write') as AccessOf<Q>
   return {
     name,
-    changes: tablesWritten(perEngine.sqlite.query),
+    access,
+    changes,
     tables: tablesNamed(perEngine.sqlite.query),
     compiled: (engine, args) => filled[engine](args)
   }

@@ -79,3 +79,13 @@ export const primaryKeyOf: Readonly<Record<TableName, string>> = {
   api_keys: 'id',
   idempotency_keys: 'idempotency_key'
 }
+
+/**
+ * The row lock a write to a table needs first, in every repository's work (work.ts writeRules):
+ * every write of the stock or of an order holds its pet's inventory row, so the writers of one
+ * pet take turns and what each read of the stock stays true until it commits.
+ */
+export const writeLocks: Readonly<Partial<Record<TableName, TableName>>> = {
+  inventory: 'inventory',
+  orders: 'inventory'
+}

@@ -1,10 +1,10 @@
 import { sql } from 'kysely'
 import { inventoryFields } from './inventory-fields.js'
-import { statement, type Arg } from './query.js'
+import { statement, type Access, type Arg, type Statement } from './query.js'
 import { toInventoryItem, toOrder, toPet, type InventoryRow } from './rows.js'
 import { statusExpression } from './sql.js'
 import type { ApiKeyRecord, NewApiKey, Store } from './types.js'
-import { all, first, run, type DataAccess, type Work } from './work.js'
+import { all, first, run, type DataAccess, type ReadWork, type StepOf } from './work.js'
 
 /**
  * The store's queries that read the same on both engines, written once with Kysely. The engines
@@ -56,24 +56,24 @@ export const queries = {
 const count = (value: unknown) => Number(value)
 
 /** The first row of a statement that always returns one (an aggregate, a row just inserted). */
-function * one<A, R> (statement: Parameters<typeof first<A, R>>[0], args: A): Work<R> {
+function * one<A, R, K extends Access> (statement: Statement<A, R, K>, args: A): Generator<StepOf<K>, R, unknown> {
   const row = yield * first(statement, args)
   if (row === undefined) throw new Error(`statement ${statement.name} returned no row`)
   return row
 }
 
-export function * getPet (petId: number): Work<ReturnType<typeof toPet> | undefined> {
+export function * getPet (petId: number): ReadWork<ReturnType<typeof toPet> | undefined> {
   const row = yield * first(queries.getPet, { petId })
   return row && toPet(row)
 }
 
 /** Every inventory entry, ordered by petId. */
-function * listInventory (): Work<ReturnType<typeof toInventoryItem>[]> {
+function * listInventory (): ReadWork<ReturnType<typeof toInventoryItem>[]> {
   // The columns are the field map's, each under its field's name.
   return (yield * all(queries.listInventory, {})).map((row) => toInventoryItem(row as unknown as InventoryRow))
 }
 
-export function * activeKeyByHash (keyHash: string): Work<ApiKeyRecord | undefined> {
+export function * activeKeyByHash (keyHash: string): ReadWork<ApiKeyRecord | undefined> {
   return yield * first(queries.activeKeyByHash, { keyHash })
 }
 
@@ -81,7 +81,7 @@ export function * activeKeyByHash (keyHash: string): Work<ApiKeyRecord | undefin
  * The active keys among these hashes, by hash: one statement per KEY_HASH_SLOTS hashes (slots
  * left over repeat the first hash).
  */
-export function * activeKeysByHashes (keyHashes: readonly string[]): Work<Map<string, ApiKeyRecord>> {
+export function * activeKeysByHashes (keyHashes: readonly string[]): ReadWork<Map<string, ApiKeyRecord>> {
   const found = new Map<string, ApiKeyRecord>()
   for (let start = 0; start < keyHashes.length; start += KEY_HASH_SLOTS) {
     const chunk = keyHashes.slice(start, start + KEY_HASH_SLOTS)

@@ -8,10 +8,19 @@ import t, { type Test } from 'tap'
 import { loadDocument } from '../../src/contract/document.js'
 import { errorStatus } from '../../src/contract/errors.js'
 import { notImplemented } from '../../src/contract/not-implemented.js'
+import { statement, type Arg } from '../../src/store/query.js'
+import { lockRow, run } from '../../src/store/work.js'
 import { buildTestApp } from '../helpers/app.js'
 import { holdInventoryRow, untilBlockedBy } from '../helpers/orders.js'
 import { isStub, operations } from '../helpers/surface.js'
 import type { Provocation } from './error-examples/provocation.js'
+
+const restockBy = statement('test.restockBy', (db, arg: Arg<{ petId: number, units: number }>) => db
+  .updateTable('inventory').set((eb) => ({ quantity: eb('quantity', '+', arg('units')) })).where('pet_id', '=', arg('petId')))
+const insertPet = statement('test.insertPet', (db, arg: Arg<{ id: number }>) => db
+  .insertInto('pets').values({ id: arg('id'), name: 'a second pet 1', photo_urls: '[]' }))
+const insertOrder = statement('test.insertOrder', (db, arg: Arg<{ petId: number }>) => db
+  .insertInto('orders').values({ pet_id: arg('petId'), quantity: 1, ship_date: '2026-05-04T12:00:30Z', status: 'placed', complete: false }))
 
 const provocationsDir = join(dirname(fileURLToPath(import.meta.url)), 'error-examples')
 
@@ -74,17 +83,34 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   keep('a text/plain body', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"quantity":1}' }))
 
   // Handlers replaced on an app of their own, so that the provocations below meet the real ones.
+  // placeOrder's stands for a write whose statement breaks one of the database's rules (its pet,
+  // from the body, chooses which): no handler of today's can, each checks first.
   const replaced = await buildTestApp(t, {
     env,
     handlers: {
       listOrders: notImplemented('listOrders'),
-      listInventory: async () => { throw new Error('a bug') }
+      listInventory: async () => { throw new Error('a bug') },
+      placeOrder: async (request) => {
+        const { petId } = request.body as { petId: number }
+        if (petId === 1) await request.server.inventoryRepository.update(1, 2147483647)
+        return await request.server.store.write(function * () {
+          yield * lockRow('inventory', petId)
+          if (petId === 1) yield * run(restockBy, { petId, units: 1 })
+          else if (petId === 2) yield * run(insertPet, { id: 1 })
+          else yield * run(insertOrder, { petId })
+          throw new Error('unreachable: the statement above breaks a constraint')
+        })
+      }
     },
     logger: false
   })
   const replacedAuth = await replaced.authHeader()
   keep('a handler throwing an Error', await replaced.request({ method: 'GET', url: '/v1/inventory', headers: replacedAuth }))
   keep('a generated stub', await replaced.request({ method: 'GET', url: '/v1/store/orders', headers: replacedAuth }))
+  const breaking = { ...replacedAuth, 'content-type': 'application/json' }
+  keep('a write past a stored number\'s bound', await replaced.request({ method: 'POST', url: '/v1/store/orders', headers: breaking, payload: { petId: 1, quantity: 1 } }))
+  keep('a write of a taken unique value', await replaced.request({ method: 'POST', url: '/v1/store/orders', headers: breaking, payload: { petId: 2, quantity: 1 } }))
+  keep('a write naming a pet that does not exist', await replaced.request({ method: 'POST', url: '/v1/store/orders', headers: breaking, payload: { petId: 9999, quantity: 1 } }))
 
   const modules = readdirSync(provocationsDir).filter((file) => file.endsWith('.ts') && file !== 'provocation.ts').sort()
   t.ok(modules.length > 0, `provocations of the handlers' own errors: ${modules.join(', ')}`)

@@ -58,11 +58,11 @@ function fakeLookups (answer: (keyHash: string) => Found = () => undefined, opti
   let gate: Promise<void> | undefined
   let open = () => {}
   const lookups = {
-    find: (keyHash: string) => {
+    findActive: (keyHash: string) => {
       calls.find.push(keyHash)
       return options.sync === true ? answer(keyHash) : Promise.resolve(answer(keyHash))
     },
-    findMany: async (keyHashes: readonly string[]) => {
+    findActiveMany: async (keyHashes: readonly string[]) => {
       calls.findMany.push([...keyHashes])
       if (gate !== undefined) await gate
       const found = new Map<string, { id: string | number }>()
@@ -305,8 +305,8 @@ t.test('a key that cannot join a batch within maxWaitMs is refused as busy (a ha
 
 t.test('a lookup that fails fails each of its keys\' requests, and frees its turn', async (t) => {
   const failing = {
-    find: () => undefined,
-    findMany: () => Promise.reject(new Error('storage is down'))
+    findActive: () => undefined,
+    findActiveMany: () => Promise.reject(new Error('storage is down'))
   }
   const guard = new KeyGuard<{ id: string }>({ now: testClock().now, lookups: failing, maxNewKeyLookups: 1 })
   const results = await Promise.allSettled([guard.check('a', () => '192.0.2.1'), guard.check('a', () => '192.0.2.2'), guard.check('b', () => '192.0.2.1')])

@@ -6,7 +6,7 @@ import { ordersRepository } from '../../src/repositories/orders.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { statement, type Arg } from '../../src/store/query.js'
 import type { Store } from '../../src/store/types.js'
-import { lockRow, run } from '../../src/store/work.js'
+import { all, first, lockRow, run, tryLock, type Work } from '../../src/store/work.js'
 import type { StoreFactory } from '../store/store-suite.js'
 
 const SHIP = '2026-12-01T10:00:00.000Z'
@@ -16,6 +16,16 @@ const setStock = statement('test.setStock', (db, arg: Arg<{ petId: number, quant
   .updateTable('inventory').set({ quantity: arg('quantity') }).where('pet_id', '=', arg('petId')))
 
 class InjectedFault extends Error {}
+
+const restockBy = statement('test.restockBy', (db, arg: Arg<{ petId: number, units: number }>) => db
+  .updateTable('inventory').set((eb) => ({ quantity: eb('quantity', '+', arg('units')) })).where('pet_id', '=', arg('petId')))
+const stockOf = statement('test.stockOf', (db, arg: Arg<{ petId: number }>) => db
+  .selectFrom('inventory').select('quantity').where('pet_id', '=', arg('petId')))
+const addOrder = statement('test.addOrder', (db, arg: Arg<{ petId: number }>) => db
+  .insertInto('orders').values({ pet_id: arg('petId'), quantity: 1, ship_date: SHIP, status: 'placed', complete: false }).returning('id'))
+// A SELECT whose common table expression deletes: typed as a read, found out when it runs.
+const sneakyDelete = statement('test.sneakyDelete', (db) => db
+  .with('gone', (cte) => cte.deleteFrom('orders').returning('id')).selectFrom('gone').select('id'))
 
 /** A store with pets 1…3 in stock: 7, 2 and 0 units; the repositories over it, on a clock the test moves. */
 async function setUp (t: Test, factory: StoreFactory) {
@@ -112,6 +122,44 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     t.equal(stock.get(3), 0, 'what the throwing write did is undone')
     const placed = (await r.orders.page({ limit: 100 })).orders
     t.same(placed.map((o) => [o.petId, o.quantity]).sort(), [[1, 2], [2, 1], [2, 1]], 'every acknowledged order is read back')
+  })
+
+  t.test('the rules of work hold on every engine: reads only read, locks come first and guard the writes they must', async (t) => {
+    const r = await setUp(t, factory)
+    await r.orders.place({ petId: 1, quantity: 1, shipDate: SHIP })
+    const orders = async () => (await r.orders.page({ limit: 100 })).orders.length
+    await t.rejects(r.store.read(() => all(sneakyDelete, {})), { name: 'WorkRuleError', message: /a read ran a step that writes/ },
+      'a read whose SELECT writes is refused before it runs')
+    t.equal(await orders(), 1, 'and deleted nothing')
+    await t.rejects(r.store.write(function * (): Work<unknown> { return yield * all(addOrder, { petId: 1 }) }),
+      { name: 'WorkRuleError', message: "test.addOrder writes orders without lockRow('inventory', …) first" }, 'an order written without its pet\'s lock is refused')
+    await t.rejects(r.store.write(function * (): Work<unknown> {
+      yield * lockRow('inventory', 1)
+      yield * run(setStock, { petId: 1, quantity: 3 })
+      return yield * tryLock('late')
+    }), { name: 'WorkRuleError', message: /tryLock after the write test.setStock/ }, 'a lock taken after a write is refused')
+    t.equal(await orders(), 1, 'neither wrote anything')
+    t.equal((await r.store.read(() => first(stockOf, { petId: 1 })))?.quantity, 7, 'the stock is as it was')
+  })
+
+  t.test('a write the database refuses for a constraint is the same 409 on every engine, and changes nothing', async (t) => {
+    const r = await setUp(t, factory)
+    const refused = (code: string) => ({ name: 'ConstraintViolation', code, statusCode: 409 })
+    // The bound of a stock count: 2^31 - 1 (InventoryUpdate.quantity's maximum in openapi.yaml).
+    await r.inventory.update(1, 2147483647)
+    await t.rejects(r.store.write(function * () {
+      yield * lockRow('inventory', 1)
+      return yield * run(restockBy, { petId: 1, units: 1 })
+    }), refused('out_of_range'), 'a restock past the bound')
+    t.equal((await r.store.read(() => first(stockOf, { petId: 1 })))?.quantity, 2147483647, 'the stock is unchanged')
+    await t.rejects(r.inventory.update(2, -1), refused('out_of_range'), 'a stock below 0 (the PATCH\'s own path)')
+    await r.apiKeys.create({ id: 'key_a', name: 'a', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null })
+    await t.rejects(r.apiKeys.create({ id: 'key_b', name: 'b', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null }), refused('already_exists'), 'a key hash taken')
+    await t.rejects(r.store.write(function * () {
+      yield * lockRow('inventory', 99)
+      return yield * all(addOrder, { petId: 99 })
+    }), refused('invalid_reference'), 'an order of a pet that does not exist')
+    t.same((await r.store.listInventory()).map((item) => item.quantity), [2147483647, 2, 0], 'nothing changed')
   })
 
   t.test('setStatus: transitions, delivery takes the units out of stock', async (t) => {

@@ -1,7 +1,9 @@
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
+import { statement, type Arg } from '../../src/store/query.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
+import { first } from '../../src/store/work.js'
 import { tempDir } from '../helpers/app.js'
 
 // Concurrent PATCHes on SQLite share one transaction (src/store/sqlite/group-commit.ts). What a client can
@@ -80,4 +82,20 @@ t.test('close() commits the writes already accepted before it closes the file', 
   t.teardown(() => reopened.close())
   t.equal(reopened.prepare('SELECT quantity FROM inventory WHERE pet_id = 1').pluck().get(), 42, 'and on disk')
   await t.rejects(store.updateInventory(1, 1), { name: 'StoreUnavailableError' }, 'a write after close is refused as unavailable')
+})
+
+t.test('a read stopped by a PATCH queued for what it reads runs again, whole, once the PATCH is committed', async (t) => {
+  const { store } = await storeWithWatcher(t)
+  const stock = statement('test.stock', (db, arg: Arg<{ petId: number }>) => db
+    .selectFrom('inventory').select('quantity').where('pet_id', '=', arg('petId')))
+  let runs = 0
+  const patched = store.updateInventory(2, 8)
+  // Queued in the same turn as the PATCH: its first step reads the inventory the PATCH changes.
+  const read = store.read(function * () {
+    runs++
+    return (yield * first(stock, { petId: 2 }))?.quantity
+  })
+  t.same(await patched, { petId: 2, quantity: 8, status: 'available' })
+  t.equal(await read, 8, 'the read sees the PATCH queued before it')
+  t.equal(runs, 2, 'its work was started, stopped before its step, and run again from the start (safe: a read has no effects)')
 })

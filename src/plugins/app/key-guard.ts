@@ -11,11 +11,15 @@ const SWEEP_INTERVAL_MS = 1000
  * keys are worth a lookup. Authentication asks it before each lookup; the rate-limit policy tells
  * it which client addresses are limited.
  */
-async function keyGuard (app: FastifyInstance, options: { now: () => number }) {
-  const keys = app.apiKeysRepository
+/**
+ * `maxWaitMs`: how long a key may wait for its lookup before it is answered 503: the storage's
+ * own time limit (DATABASE_TIMEOUT_MS), since a lookup is a storage operation like any other.
+ */
+async function keyGuard (app: FastifyInstance, options: { now: () => number, maxWaitMs: number }) {
   const guard = new KeyGuard<ApiKeyRecord>({
     now: options.now,
-    lookups: { find: (keyHash) => keys.findActive(keyHash), findMany: (keyHashes) => keys.findActiveMany(keyHashes) }
+    maxWaitMs: options.maxWaitMs,
+    lookups: app.apiKeysRepository
   })
   const sweeper = setInterval(() => { guard.sweep() }, SWEEP_INTERVAL_MS).unref()
   app.addHook('onClose', async () => {

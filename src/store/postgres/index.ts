@@ -9,7 +9,7 @@ import { importCatalogue } from './import.js'
 import { Invalidations } from './invalidations.js'
 import { InventoryWrites } from './inventory-writes.js'
 import { activeKeyByHash, activeKeysByHashes, getPet, sharedMethods } from '../shared-queries.js'
-import { runAsync, type DataAccess } from '../work.js'
+import { readOnly, runAsync, writeRules, type DataAccess } from '../work.js'
 import { postgresStepRunner } from './dialect.js'
 import { bulkTransaction, connectionFailed, openPool, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
@@ -186,7 +186,7 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
     read: async (work) => {
       try {
-        return await runAsync(work(), 'postgres', postgresStepRunner(pool))
+        return await runAsync(work(), 'postgres', postgresStepRunner(pool), readOnly)
       } catch (error) {
         if (connectionFailed(error)) feed.restart()
         throw error
@@ -198,7 +198,7 @@ export function createPostgresStore (connectionString: string, options: Postgres
     // the caller is answered.
     write: async (work) => {
       try {
-        const { value, changes } = await writeTransaction(pool, (client) => runAsync(work(), 'postgres', postgresStepRunner(client)))
+        const { value, changes } = await writeTransaction(pool, (client) => runAsync(work(), 'postgres', postgresStepRunner(client), writeRules()))
         for (const payload of changes) applyChange(parseChange(payload))
         return value
       } catch (error) {

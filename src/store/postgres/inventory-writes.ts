@@ -1,4 +1,4 @@
-import pg from 'pg'
+import { StoreUnavailableError } from '../../contract/errors.js'
 
 interface Pending<R> {
   petId: number
@@ -24,9 +24,10 @@ interface Pending<R> {
  * - A batch skips the rows other transactions hold (`send(…, alone = false)`: SKIP LOCKED) and
  *   says which it skipped; each of those writes is sent again alone, waiting for its own row
  *   within its own time limit.
- * - A batch that fails with an error of the database's own (a constraint, say) is tried again
- *   write by write, so that each fails or succeeds alone. Only a failure of the connection or of
- *   the server fails the whole batch, as it would each of its writes.
+ * - A batch that fails for one of its writes (a constraint, a deadlock with a writer outside the
+ *   service) is tried again write by write, so that each fails or succeeds alone. Only a failure
+ *   of the connection or of the server (StoreUnavailableError) fails the whole batch, as it would
+ *   each of its writes.
  */
 export class InventoryWrites<R> {
   private queue: Pending<R>[] = []
@@ -74,7 +75,7 @@ export class InventoryWrites<R> {
     try {
       rows = await this.send(batch.map((item) => item.petId), batch.map((item) => item.quantity), alone)
     } catch (error) {
-      if (error instanceof pg.DatabaseError && !alone) {
+      if (!(error instanceof StoreUnavailableError) && !alone) {
         for (const item of batch) void this.run([item])
       } else {
         for (const item of batch) item.reject(error)

@@ -1,5 +1,6 @@
 import pg from 'pg'
-import { StoreUnavailableError } from '../../contract/errors.js'
+import { ConstraintViolation, StoreUnavailableError } from '../../contract/errors.js'
+import { constraintViolationOf } from '../constraints.js'
 import { ForeignDatabaseError } from '../migrations.js'
 
 export interface PostgresStoreOptions {
@@ -52,13 +53,13 @@ const unavailableClasses = new Set(['08', '53', '57', '58'])
 const unavailableCodes = new Set(['55P03', '25006'])
 
 export function translate (error: unknown): unknown {
-  if (error instanceof StoreUnavailableError) return error
+  if (error instanceof StoreUnavailableError || error instanceof ConstraintViolation) return error
   if (error instanceof pg.DatabaseError) {
     const code = error.code ?? ''
     if (unavailableClasses.has(code.slice(0, 2)) || unavailableCodes.has(code)) {
       return new StoreUnavailableError(`database unavailable: ${error.message}`, { cause: error })
     }
-    return error
+    return constraintViolationOf(error) ?? error
   }
   if (error instanceof ForeignDatabaseError) return error
   // Programming errors stay what they are (500); everything else pg raises without a SQLSTATE is
@@ -165,7 +166,7 @@ export async function writeAndAnnounce<R extends pg.QueryResultRow> (pool: pg.Po
   }
   const [written, announced] = await Promise.allSettled(queries)
   const failure = written.status === 'rejected' ? written.reason : announced.status === 'rejected' ? announced.reason : undefined
-  release(failure !== undefined && !(failure instanceof pg.DatabaseError))
+  release(failure !== undefined && connectionFailed(translate(failure)))
   if (written.status === 'rejected') throw translate(written.reason)
   if (announced.status === 'rejected') pool.query(announcement).catch(() => {})
   return written.value.rows

@@ -1,10 +1,11 @@
 import type { MaybePromise } from '../../maybe-promise.js'
+import { constraintViolationOf } from '../constraints.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { petColumns, toPetStatus } from '../rows.js'
 import { activeKeyByHash, activeKeysByHashes, getPet, sharedMethods } from '../shared-queries.js'
 import type { TableName } from '../schema.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
-import { runSync, STOPPED, tablesTouched, type DataAccess, type Step } from '../work.js'
+import { readOnly, runSync, STOPPED, tablesTouched, writeRules, type DataAccess, type Step } from '../work.js'
 import { ReadCaches } from './caches.js'
 import { clearStorageFault, failureOf, isBusy, migrationTransaction, openDatabase, probeWrite, retryWhileBusy, storageFaultOf } from './database.js'
 import { sqliteStepRunner } from './dialect.js'
@@ -27,6 +28,15 @@ type WriteKind = 'inventory' | 'keys'
 interface QueuedWrite {
   petId?: number
   apply (): unknown
+}
+
+/** Runs a write; a constraint it breaks is thrown as the 409 the client gets (src/store/constraints.ts). */
+function constraintsAnswered<T> (write: () => T): T {
+  try {
+    return write()
+  } catch (error) {
+    throw constraintViolationOf(error) ?? error
+  }
 }
 
 /** The row of a statement that always returns one (an aggregate, a row just inserted). */
@@ -162,12 +172,12 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     // step and run again once the queue has been committed.
     read: async (work) => {
       const patchQueued = (step: Step) => tablesTouched(step).includes('inventory') && writes.waiting((write) => write.petId !== undefined)
-      const result = await readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner, undefined, (step) => !patchQueued(step)),
+      const result = await readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner, readOnly, patchQueued),
         (write) => write.petId === undefined)
-      return result !== STOPPED ? result : readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner))
+      return result !== STOPPED ? result : readingAfterWrites('inventory', () => runSync(work(), 'sqlite', runner, readOnly))
     },
     // A savepoint inside the batch's transaction: work that fails undoes only its own statements.
-    write: (work) => queueWrite({ apply: () => db.transaction(() => runSync(work(), 'sqlite', runner, noteTables))() })
+    write: (work) => queueWrite({ apply: () => constraintsAnswered(db.transaction(() => runSync(work(), 'sqlite', runner, writeRules(noteTables)))) }),
   }
 
   return {
@@ -201,13 +211,13 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
 
     updateInventory: (petId, quantity) => queueWrite({
       petId,
-      apply: (): InventoryItem | undefined => {
+      apply: () => constraintsAnswered((): InventoryItem | undefined => {
         const st = statements()
         if (st.updateInventory.run(quantity, petId).changes === 0) return undefined
         // Every field, or this fails to compile: the answer is built here, not from inventory-fields.ts.
         const item: Required<InventoryItem> = { petId, quantity, status: toPetStatus(oneRow(st.inventoryStatus.get({ petId, quantity }))) }
         return item
-      }
+      })
     }),
 
 
