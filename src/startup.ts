@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { type Config, maskPassword } from './config.js'
-import { issueApiKey } from './repositories/api-keys.js'
+import { apiKeysRepository, issueApiKey } from './repositories/api-keys.js'
 import type { Store } from './store/types.js'
 
 /** NODE_ENV values (unset is development) under which a demo key may be made: any other is a deployment. */
@@ -14,7 +14,7 @@ const demoEnvironments = new Set(['development', 'test'])
  * secret (to print once) or undefined.
  */
 export async function ensureDemoKey (store: Store, config: Config): Promise<string | undefined> {
-  if (store.engine !== 'sqlite' || !demoEnvironments.has(config.nodeEnv) || await store.countApiKeys() > 0) return undefined
+  if (store.engine !== 'sqlite' || !demoEnvironments.has(config.nodeEnv) || await apiKeysRepository(store).count() > 0) return undefined
   const { secret } = await issueApiKey(store, { name: 'demo', plan: 'free' })
   return secret
 }

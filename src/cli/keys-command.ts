@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { loadDocument } from '../contract/document.js'
-import { issueApiKey } from '../repositories/api-keys.js'
+import { apiKeysRepository, issueApiKey } from '../repositories/api-keys.js'
 import type { ApiKeyRecord, Store } from '../store/types.js'
 import { type CliIo, openStore, runCli, UsageError } from './run-cli.js'
 
@@ -81,7 +81,7 @@ function limits (key: ApiKeyRecord): string {
 
 async function list (store: Store, args: string[], print: CliIo['stdout']) {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } })
-  const keys = await store.listApiKeys()
+  const keys = await apiKeysRepository(store).list()
   if (values.json) {
     print(JSON.stringify(keys))
     return
@@ -101,13 +101,13 @@ async function revoke (store: Store, args: string[], print: CliIo['stdout']) {
   const { positionals } = parseArgs({ args, allowPositionals: true, options: {} })
   if (positionals.length !== 1) throw new UsageError('revoke takes exactly one key ID (see: keys list)')
   const id = positionals[0]!
-  const before = (await store.listApiKeys()).find((k) => k.id === id)
+  const before = (await apiKeysRepository(store).list()).find((k) => k.id === id)
   if (before === undefined) throw new UsageError(`no key with id ${id}`, 1)
   if (before.revokedAt !== null) {
     print(`${before.id} ("${before.name}") was already revoked at ${before.revokedAt}; nothing changed.`)
     return
   }
-  const key = await store.revokeApiKey(id)
+  const key = await apiKeysRepository(store).revoke(id)
   if (key === undefined) throw new UsageError(`no key with id ${id}`, 1)
   print(`Revoked ${key.id} ("${key.name}") at ${key.revokedAt}. It is refused from its next request on (on PostgreSQL by each instance once notified: milliseconds).`)
 }

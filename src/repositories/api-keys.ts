@@ -1,7 +1,9 @@
 import { hash, randomBytes } from 'node:crypto'
 import { ConstraintViolation } from '../contract/errors.js'
 import type { MaybePromise } from '../maybe-promise.js'
+import { statement, type Arg } from '../store/query.js'
 import type { ApiKeyRecord, NewApiKey, Store } from '../store/types.js'
+import { all, first, run, type ReadWork } from '../store/work.js'
 
 // API keys: what a key is (a secret shown once, kept only as its SHA-256), the repository the
 // service finds keys through, and the issuing of a key (the keys command, the demo key).
@@ -20,10 +22,48 @@ export function generateApiKey (): { id: string, secret: string, hash: string } 
   return { id: 'key_' + randomBytes(8).toString('hex'), secret, hash: hashApiKey(secret) }
 }
 
+/** The api_keys columns under the names of ApiKeyRecord. */
+const keyColumns = ['id', 'name', 'plan', 'per_minute as perMinute', 'per_day as perDay', 'created_at as createdAt', 'revoked_at as revokedAt'] as const
+
+/** How many keys one lookup of several asks about: a statement has a fixed number of placeholders. */
+export const KEY_HASH_SLOTS = 32
+type KeyHashSlots = Record<`hash${number}`, string>
+
+const q = {
+  insert: statement('apiKeys.insert', (db, arg: Arg<NewApiKey & { createdAt: string }>) => db
+    .insertInto('api_keys')
+    .values({ id: arg('id'), name: arg('name'), plan: arg('plan'), key_hash: arg('keyHash'), per_minute: arg('perMinute'), per_day: arg('perDay'), created_at: arg('createdAt') })
+    .returning(keyColumns)),
+  byId: statement('apiKeys.byId', (db, arg: Arg<{ id: string }>) => db.selectFrom('api_keys').select(keyColumns).where('id', '=', arg('id'))),
+  // Revokes once: a key revoked before keeps its first revocation time.
+  revoke: statement('apiKeys.revoke', (db, arg: Arg<{ id: string, at: string }>) => db
+    .updateTable('api_keys').set({ revoked_at: arg('at') }).where('id', '=', arg('id')).where('revoked_at', 'is', null)),
+  list: statement('apiKeys.list', (db) => db.selectFrom('api_keys').select(keyColumns).orderBy('created_at').orderBy('id')),
+  activeByHash: statement('apiKeys.activeByHash', (db, arg: Arg<{ keyHash: string }>) => db
+    .selectFrom('api_keys').select(keyColumns).where('key_hash', '=', arg('keyHash')).where('revoked_at', 'is', null)),
+  activeByHashes: statement('apiKeys.activeByHashes', (db, arg: Arg<KeyHashSlots>) => db
+    .selectFrom('api_keys').select([...keyColumns, 'key_hash as keyHash'])
+    .where('key_hash', 'in', Array.from({ length: KEY_HASH_SLOTS }, (_, i) => arg(`hash${i}`)))
+    .where('revoked_at', 'is', null)),
+  count: statement('apiKeys.count', (db) => db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')))
+}
+
+/** The active keys among these hashes, by hash: one statement per KEY_HASH_SLOTS hashes (slots left over repeat the first). */
+function * activeByHashes (keyHashes: readonly string[]): ReadWork<Map<string, ApiKeyRecord>> {
+  const found = new Map<string, ApiKeyRecord>()
+  for (let start = 0; start < keyHashes.length; start += KEY_HASH_SLOTS) {
+    const chunk = keyHashes.slice(start, start + KEY_HASH_SLOTS)
+    const args: KeyHashSlots = {}
+    for (let i = 0; i < KEY_HASH_SLOTS; i++) args[`hash${i}`] = chunk[i] ?? chunk[0]!
+    for (const { keyHash, ...record } of yield * all(q.activeByHashes, args)) found.set(keyHash, record)
+  }
+  return found
+}
+
 /**
- * API keys: their queries are written once (shared-queries.ts); the lookup of an active key by
- * its hash is cached by each engine, and every key written or revoked, by this process or another
- * (the keys command), reaches that cache through the store's coherence.
+ * API keys, written once for both engines. Every /v1 request looks its key up by hash: through
+ * the engine's cache of active keys, which every key written or revoked, by this process or
+ * another (the keys command), reaches through the store's coherence.
  */
 export interface ApiKeysRepository {
   /** The active (unrevoked) key with this SHA-256 hash, if any; in the same call when the store has it at hand. */
@@ -38,13 +78,22 @@ export interface ApiKeysRepository {
 }
 
 export function apiKeysRepository (store: Store): ApiKeysRepository {
+  const { activeKeys } = store.caches
   return {
-    findActive: (keyHash) => store.findActiveApiKey(keyHash),
-    findActiveMany: (keyHashes) => store.findActiveApiKeys(keyHashes),
-    create: (key) => store.createApiKey(key),
-    list: () => store.listApiKeys(),
-    revoke: (id) => store.revokeApiKey(id),
-    count: () => store.countApiKeys()
+    findActive: (keyHash) => activeKeys.get(keyHash, () => first(q.activeByHash, { keyHash })),
+    findActiveMany: (keyHashes) => activeKeys.getMany(keyHashes, activeByHashes),
+    create: (key) => store.write(function * () {
+      const row = yield * first(q.insert, { ...key, createdAt: new Date().toISOString() })
+      if (row === undefined) throw new Error('the key insert returned no row')
+      return row
+    }),
+    list: () => store.read(() => all(q.list, {})),
+    revoke: (id) => store.write(function * () {
+      yield * run(q.revoke, { id, at: new Date().toISOString() })
+      return yield * first(q.byId, { id })
+    }),
+    // COUNT(*) is a BIGINT on PostgreSQL, which pg may hand over as text.
+    count: () => store.read(function * () { return Number((yield * first(q.count, {}))?.n ?? 0) })
   }
 }
 
@@ -73,7 +122,7 @@ function isLimitsRefusal (error: unknown): boolean {
 export async function issueApiKey (store: Store, request: KeyRequest): Promise<{ record: ApiKeyRecord, secret: string }> {
   const key = generateApiKey()
   try {
-    const record = await store.createApiKey({
+    const record = await apiKeysRepository(store).create({
       id: key.id,
       name: request.name,
       plan: request.plan,

@@ -1,7 +1,7 @@
 import type { JsonListVersion } from '../contract/json-list.js'
 import type { components } from '../generated/openapi.js'
 import type { MaybePromise } from '../maybe-promise.js'
-import type { DataAccess } from './work.js'
+import type { DataAccess, ReadWork } from './work.js'
 
 export type InventoryItem = components['schemas']['InventoryItem']
 export type Pet = components['schemas']['Pet']
@@ -76,17 +76,24 @@ export interface Store extends DataAccess {
   /** Upserts pets, inventory and orders in one transaction. */
   importCatalogue (catalogue: Catalogue): Promise<ImportCounts>
 
-  createApiKey (key: NewApiKey): Promise<ApiKeyRecord>
-  listApiKeys (): Promise<ApiKeyRecord[]>
-  /** Undefined when no key has that id. */
-  revokeApiKey (id: string): Promise<ApiKeyRecord | undefined>
-  /**
-   * The active (unrevoked) key with this SHA-256 hash, if any. Every /v1 request asks: an engine
-   * answers in the same call when it has the answer at hand (SQLite's read, a key PostgreSQL's
-   * cache holds), without a promise.
-   */
-  findActiveApiKey (keyHash: string): MaybePromise<ApiKeyRecord | undefined>
-  /** The active keys among these hashes, by hash, looked up together (keys the engine caches need no lookup). */
-  findActiveApiKeys (keyHashes: readonly string[]): MaybePromise<ReadonlyMap<string, ApiKeyRecord>>
-  countApiKeys (): Promise<number>
+  /** Entries the engine keeps in memory, coherent with every writer (see docs/architecture.md). */
+  readonly caches: EntryCaches
+}
+
+/**
+ * A cache of entries by key, kept by the engine: a repository gives the read of an entry, the
+ * engine answers from memory while nothing has changed the entry since (its own writes, other
+ * processes' through the engine's change channel), and runs the read otherwise. Every /v1 request
+ * asks for its key: an engine answers in the same call when it has the entry at hand, without a
+ * promise.
+ */
+export interface KeyedCache<K, V> {
+  get (key: K, read: () => ReadWork<V | undefined>): MaybePromise<V | undefined>
+  /** Several entries; `read` is given the keys the cache does not hold and reads them together. */
+  getMany (keys: readonly K[], read: (missing: readonly K[]) => ReadWork<ReadonlyMap<K, V>>): MaybePromise<ReadonlyMap<K, V>>
+}
+
+export interface EntryCaches {
+  /** Active (unrevoked) API keys by the SHA-256 of the key (src/repositories/api-keys.ts). */
+  readonly activeKeys: KeyedCache<string, ApiKeyRecord>
 }

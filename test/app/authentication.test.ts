@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config.js'
 import { ensureDemoKey } from '../../src/startup.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { expectUnauthorized } from '../helpers/assertions.js'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 
 const keyFormat = /^psk_[A-Za-z0-9_-]{43}$/
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
@@ -105,8 +106,8 @@ t.test('a revoked key is refused on its very next request, on every instance', a
   t.equal((await one.request({ method: 'GET', url: '/v1/inventory', headers })).statusCode, 200, 'works on instance one')
   t.equal((await two.request({ method: 'GET', url: '/v1/inventory', headers })).statusCode, 200, 'works on instance two (same database)')
 
-  const [record] = (await one.store.listApiKeys()).filter((k) => k.plan === 'free')
-  const revoked = await one.store.revokeApiKey(record!.id)
+  const [record] = (await apiKeysRepository(one.store).list()).filter((k) => k.plan === 'free')
+  const revoked = await apiKeysRepository(one.store).revoke(record!.id)
   t.type(revoked?.revokedAt, 'string', 'the key is marked revoked')
 
   expectUnauthorized(t, await one.request({ method: 'GET', url: '/v1/inventory', headers }), 'revoked key, instance one')

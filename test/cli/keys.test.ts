@@ -6,6 +6,7 @@ import { projectRoot } from '../../src/contract/paths.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { expectUnauthorized } from '../helpers/assertions.js'
 import { migrateDatabase, runCli, runCliInProcess } from '../helpers/cli.js'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 type Created = { id: string, key: string, plan: string, name: string }
@@ -37,13 +38,13 @@ t.test('keys create --json prints exactly one JSON object, and the key works at 
   const api = await buildTestApp(t, { env: { DATABASE_URL: db.url } })
   const ok = await api.request({ method: 'GET', url: '/v1/inventory', headers: { authorization: `Bearer ${created.key}` } })
   t.equal(ok.statusCode, 200, 'the new key is accepted')
-  t.match(await api.store.listApiKeys(), [{ id: created.id, plan: 'pro', name: 'Partner A', perMinute: null, perDay: null, revokedAt: null }])
+  t.match(await apiKeysRepository(api.store).list(), [{ id: created.id, plan: 'pro', name: 'Partner A', perMinute: null, perDay: null, revokedAt: null }])
 
   const enterprise = await db.keys('create', '--plan', 'enterprise', '--per-minute', '5000', '--per-day', '2000000', '--json')
   t.equal(enterprise.code, 0, 'an enterprise key with its own limits')
   const ent = JSON.parse(enterprise.stdout) as Created
   t.match(ent, { plan: 'enterprise', name: 'enterprise key' }, 'a default name')
-  t.match((await api.store.listApiKeys()).find((k) => k.id === ent.id), { perMinute: 5000, perDay: 2000000 }, 'its limits are stored')
+  t.match((await apiKeysRepository(api.store).list()).find((k) => k.id === ent.id), { perMinute: 5000, perDay: 2000000 }, 'its limits are stored')
 
   const text = await db.keys('create', '--plan', 'business')
   t.equal(text.code, 0, 'without --json')

@@ -22,7 +22,7 @@ import type { Response as InjectResponse } from 'light-my-request'
 import { buildTestApp } from '../helpers/app.js'
 import { document } from '../helpers/contract.js'
 import { isStub } from '../helpers/surface.js'
-import { generateApiKey } from '../../src/repositories/api-keys.js'
+import { apiKeysRepository, generateApiKey } from '../../src/repositories/api-keys.js'
 import type { InventoryItem } from '../../src/store/types.js'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20260901)
@@ -506,8 +506,8 @@ t.test(`fuzzing every operation of openapi.yaml (seed ${SEED}, ${RUNS} requests)
   // Enterprise limits far above the run, so the rate limiter never binds the fuzzer's key.
   const valid = await api.createKey('enterprise', { perMinute: 10_000_000, perDay: 100_000_000 })
   const revokedKey = generateApiKey()
-  await api.store.createApiKey({ id: revokedKey.id, name: 'revoked', plan: 'enterprise', keyHash: revokedKey.hash, perMinute: 10_000_000, perDay: 100_000_000 })
-  await api.store.revokeApiKey(revokedKey.id)
+  await apiKeysRepository(api.store).create({ id: revokedKey.id, name: 'revoked', plan: 'enterprise', keyHash: revokedKey.hash, perMinute: 10_000_000, perDay: 100_000_000 })
+  await apiKeysRepository(api.store).revoke(revokedKey.id)
   const revoked = revokedKey.secret
 
   t.ok(operations.length >= 4, `the document has ${operations.length} operations: ${operations.map((o) => `${o.method} ${o.template}`).join(', ')}`)

@@ -4,6 +4,7 @@ import { ensureDemoKey } from '../../src/startup.js'
 import { createStore } from '../../src/store/create-store.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 
 t.test('DATABASE_POOL_MAX and DATABASE_TIMEOUT_MS: defaults, and one-line errors for bad values', async (t) => {
   const config = loadConfig({})
@@ -29,9 +30,9 @@ t.test('the demo key is created on the embedded SQLite database only, never on P
   const postgres = await createStore(config.databaseUrl)
   t.teardown(() => postgres.close())
   await postgres.migrate()
-  t.equal(await postgres.countApiKeys(), 0, 'with no keys at all')
+  t.equal(await apiKeysRepository(postgres).count(), 0, 'with no keys at all')
   t.equal(await ensureDemoKey(postgres, config), undefined, 'PostgreSQL: no demo key')
-  t.equal(await postgres.countApiKeys(), 0, 'and none stored')
+  t.equal(await apiKeysRepository(postgres).count(), 0, 'and none stored')
 
   // The same conditions on SQLite do create one, so the refusal above is the engine's doing.
   const sqlite = await createStore('sqlite::memory:')

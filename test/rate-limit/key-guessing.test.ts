@@ -7,9 +7,9 @@ import { join } from 'node:path'
 import t from 'tap'
 import { ExpiringMap, KEY_GUARD_DEFAULTS, KeyGuard } from '../../src/authentication/key-guard.js'
 import { MemoryRateLimitStore } from '../../src/rate-limit/memory-store.js'
-import { hashApiKey } from '../../src/repositories/api-keys.js'
+import { apiKeysRepository, hashApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
-import { KEY_HASH_SLOTS } from '../../src/store/shared-queries.js'
+import { KEY_HASH_SLOTS } from '../../src/repositories/api-keys.js'
 import type { Store } from '../../src/store/types.js'
 import { tempDir, type Teardown } from '../helpers/app.js'
 import { expectError, expectUnauthorized } from '../helpers/assertions.js'
@@ -24,26 +24,27 @@ async function countingStore (t: Teardown): Promise<{ store: Store, lookups: () 
   const inner = await createStore(`sqlite:${join(tempDir(t), 'counted.db')}`)
   let lookups = 0
   let statements = 0
-  const store = new Proxy(inner, {
-    get (target, property, receiver) {
-      if (property === 'findActiveApiKey') {
-        return (keyHash: string) => {
-          lookups++
-          statements++
-          return target.findActiveApiKey(keyHash)
+  // The cache of active keys is where every key lookup goes (src/repositories/api-keys.ts).
+  const { activeKeys } = inner.caches
+  const store = Object.create(inner, {
+    caches: {
+      configurable: true,
+      value: {
+        activeKeys: {
+          get: (keyHash: string, read: Parameters<typeof activeKeys.get>[1]) => {
+            lookups++
+            statements++
+            return activeKeys.get(keyHash, read)
+          },
+          getMany: (keyHashes: readonly string[], read: Parameters<typeof activeKeys.getMany>[1]) => {
+            lookups += keyHashes.length
+            statements += Math.ceil(keyHashes.length / KEY_HASH_SLOTS)
+            return activeKeys.getMany(keyHashes, read)
+          }
         }
       }
-      if (property === 'findActiveApiKeys') {
-        return (keyHashes: readonly string[]) => {
-          lookups += keyHashes.length
-          statements += Math.ceil(keyHashes.length / KEY_HASH_SLOTS)
-          return target.findActiveApiKeys(keyHashes)
-        }
-      }
-      const value = Reflect.get(target, property, receiver) as unknown
-      return typeof value === 'function' ? value.bind(target) : value
     }
-  })
+  }) as Store
   return { store, lookups: () => lookups, statements: () => statements }
 }
 
@@ -141,8 +142,8 @@ t.test('a revoked key is refused at once, then its repeats cost nothing', async 
   const { api, clock, lookups, from } = await guardedApp(t)
   const secret = await api.createKey('free')
   t.equal((await from('198.51.100.1', secret)).statusCode, 200)
-  const [record] = await api.store.listApiKeys()
-  await api.store.revokeApiKey(record!.id)
+  const [record] = await apiKeysRepository(api.store).list()
+  await apiKeysRepository(api.store).revoke(record!.id)
 
   expectUnauthorized(t, await from('198.51.100.1', secret), 'the very next request after the revocation')
   const after = lookups()
@@ -162,7 +163,7 @@ t.test(`an unknown key is remembered for ${KEY_GUARD_DEFAULTS.unknownKeyMs} ms: 
   t.equal(lookups(), 1, 'repeats are not looked up')
 
   // An operator creates a key with exactly this secret (as `keys create` would, had it drawn it).
-  await store.createApiKey({ id: 'key_created_late', name: 'late', plan: 'free', keyHash: hashApiKey(secret), perMinute: null, perDay: null })
+  await apiKeysRepository(store).create({ id: 'key_created_late', name: 'late', plan: 'free', keyHash: hashApiKey(secret), perMinute: null, perDay: null })
   clock.advance(KEY_GUARD_DEFAULTS.unknownKeyMs - 1)
   expectUnauthorized(t, await from('198.51.100.1', secret), 'still refused just before the entry expires')
   t.equal(lookups(), 1)

@@ -7,12 +7,14 @@ import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { ordersRepository } from '../../src/repositories/orders.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import type { ListJson } from '../../src/store/types.js'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 
 const file = process.argv[2]
 if (file === undefined || process.send === undefined) throw new Error('usage: fork coherence-process.ts FILE (with IPC)')
 const store = createSqliteStore(file)
 const orders = ordersRepository(store, idempotencyRepository(store), Date.now)
 const inventory = inventoryRepository(store)
+const keys = apiKeysRepository(store)
 const text = (list: ListJson) => typeof list === 'string' ? list : list.bytes.toString()
 
 // Every call the test's operations and snapshots make, by name; lists travel as their text.
@@ -22,12 +24,12 @@ const calls: Record<string, (...args: never[]) => Promise<unknown>> = {
   'orders.cancel': (id: number) => orders.cancel(id),
   'inventory.update': (petId: number, quantity: number) => inventory.update(petId, quantity),
   'store.importCatalogue': (catalogue: Parameters<typeof store.importCatalogue>[0]) => store.importCatalogue(catalogue),
-  'store.createApiKey': (key: Parameters<typeof store.createApiKey>[0]) => store.createApiKey(key),
-  'store.revokeApiKey': (id: string) => store.revokeApiKey(id),
+  'keys.create': (key: Parameters<typeof keys.create>[0]) => keys.create(key),
+  'keys.revoke': (id: string) => keys.revoke(id),
   'store.listInventoryJson': async () => text(await store.listInventoryJson()),
   'store.listOrders': () => store.listOrders(),
   'store.getPet': (petId: number) => store.getPet(petId),
-  'store.findActiveApiKey': async (hash: string) => await store.findActiveApiKey(hash)
+  'keys.findActive': async (hash: string) => await keys.findActive(hash)
 }
 
 process.on('message', (message: { id: number, call: string, args: never[] }) => {

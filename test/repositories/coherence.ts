@@ -7,7 +7,7 @@ import { inventoryRepository } from '../../src/repositories/inventory.js'
 import type { InventoryRepository } from '../../src/repositories/inventory.js'
 import { ordersRepository, type OrdersRepository, type OrderStatus } from '../../src/repositories/orders.js'
 import { petsRepository } from '../../src/repositories/pets.js'
-import { generateApiKey } from '../../src/repositories/api-keys.js'
+import { apiKeysRepository, generateApiKey, type ApiKeysRepository } from '../../src/repositories/api-keys.js'
 import type { ListJson, Store } from '../../src/store/types.js'
 import { createPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
@@ -31,11 +31,13 @@ const STEPS = 120
 
 const text = (list: ListJson) => typeof list === 'string' ? list : list.bytes.toString()
 
-type StoreCalls = Pick<Store, 'importCatalogue' | 'createApiKey' | 'revokeApiKey' | 'listInventoryJson' | 'listOrders' | 'getPet' | 'findActiveApiKey'>
+type StoreCalls = Pick<Store, 'importCatalogue' | 'listInventoryJson' | 'listOrders' | 'getPet'>
+type KeyCalls = Pick<ApiKeysRepository, 'create' | 'revoke' | 'findActive'>
 
 /** What the run's own operations and snapshots use of an instance: in this process, or in another one. */
 interface RunInstance {
   store: StoreCalls
+  keys: KeyCalls
   orders: Pick<OrdersRepository, 'place' | 'setStatus' | 'cancel'>
   inventory: Pick<InventoryRepository, 'update'>
   /** The instance itself when it is in this process (extra operations write through it). */
@@ -48,11 +50,12 @@ export interface Instance {
   orders: ReturnType<typeof ordersRepository>
   inventory: ReturnType<typeof inventoryRepository>
   pets: ReturnType<typeof petsRepository>
+  keys: ApiKeysRepository
 }
 
 const instance = (store: Store): RunInstance => {
   const idempotency = idempotencyRepository(store)
-  const local: Instance = { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store), pets: petsRepository(store) }
+  const local: Instance = { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store), pets: petsRepository(store), keys: apiKeysRepository(store) }
   return { ...local, local }
 }
 
@@ -78,25 +81,23 @@ async function otherProcess (t: Test, file: string): Promise<RunInstance> {
   return {
     store: {
       importCatalogue: remote('store.importCatalogue'),
-      createApiKey: remote('store.createApiKey'),
-      revokeApiKey: remote('store.revokeApiKey'),
       listInventoryJson: remote('store.listInventoryJson'),
       listOrders: remote('store.listOrders'),
-      getPet: remote('store.getPet'),
-      findActiveApiKey: remote('store.findActiveApiKey')
+      getPet: remote('store.getPet')
     },
+    keys: { create: remote('keys.create'), revoke: remote('keys.revoke'), findActive: remote('keys.findActive') },
     orders: { place: remote('orders.place'), setStatus: remote('orders.setStatus'), cancel: remote('orders.cancel') },
     inventory: { update: remote('inventory.update') }
   }
 }
 
 /** What every cache of `store` must agree with: read by a store that has cached nothing yet. */
-async function snapshot (store: StoreCalls, keyHashes: readonly string[]) {
+async function snapshot ({ store, keys }: { store: StoreCalls, keys: KeyCalls }, keyHashes: readonly string[]) {
   const inventory = text(await store.listInventoryJson())
   const orders = JSON.stringify(await store.listOrders())
   const pets = await Promise.all(PETS.map((id) => store.getPet(id)))
-  const keys = await Promise.all(keyHashes.map(async (hash) => (await store.findActiveApiKey(hash))?.id ?? null))
-  return { inventory, orders, pets, keys }
+  const active = await Promise.all(keyHashes.map(async (hash) => (await keys.findActive(hash))?.id ?? null))
+  return { inventory, orders, pets, keys: active }
 }
 
 /**
@@ -155,18 +156,18 @@ async function coherence (t: Test, open: () => Store, settle: () => Promise<void
     },
     async (i) => {
       const { id, hash } = generateApiKey()
-      await i.store.createApiKey({ id, name: 'coherence', plan: 'free', keyHash: hash, perMinute: null, perDay: null })
+      await i.keys.create({ id, name: 'coherence', plan: 'free', keyHash: hash, perMinute: null, perDay: null })
       keys.push({ id, hash })
       return 'createApiKey'
     },
     async (i) => {
       const key = keys[random(keys.length)]
-      if (key !== undefined) await i.store.revokeApiKey(key.id)
+      if (key !== undefined) await i.keys.revoke(key.id)
       return 'revokeApiKey'
     },
     // Reads between writes fill the caches that a later write must then invalidate.
     async (i) => {
-      await snapshot(i.store, keys.map((k) => k.hash))
+      await snapshot(i, keys.map((k) => k.hash))
       return 'read'
     }
   ]
@@ -175,10 +176,10 @@ async function coherence (t: Test, open: () => Store, settle: () => Promise<void
   const agreed = async (step: number) => {
     await settle()
     const fresh = open()
-    const expected = await snapshot(fresh, keys.map((k) => k.hash))
+    const expected = await snapshot({ store: fresh, keys: apiKeysRepository(fresh) }, keys.map((k) => k.hash))
     await fresh.close()
     for (const [n, i] of instances.entries()) {
-      const seen = await snapshot(i.store, keys.map((k) => k.hash))
+      const seen = await snapshot(i, keys.map((k) => k.hash))
       if (JSON.stringify(seen) !== JSON.stringify(expected)) {
         t.same(seen, expected, `instance ${n + 1} after step ${step}: ${done.slice(-4).join(' → ')}`)
         return false

@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { StoreUnavailableError } from '../../src/contract/errors.js'
-import { generateApiKey } from '../../src/repositories/api-keys.js'
+import { apiKeysRepository, generateApiKey, issueApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { Store } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
@@ -84,7 +84,7 @@ t.test('on a real server: body limit, parser-level refusals and path traversal',
   const store = await createStore(databaseUrl)
   await store.migrate()
   const key = generateApiKey()
-  await store.createApiKey({ id: key.id, name: 'security', plan: 'enterprise', keyHash: key.hash, perMinute: 1_000_000, perDay: 10_000_000 })
+  await apiKeysRepository(store).create({ id: key.id, name: 'security', plan: 'enterprise', keyHash: key.hash, perMinute: 1_000_000, perDay: 10_000_000 })
   await store.close()
   const server = await startServer(t, { DATABASE_URL: databaseUrl, BODY_LIMIT: String(BODY_LIMIT) })
   const auth = `Authorization: Bearer ${key.secret}\r\n`
@@ -169,9 +169,9 @@ t.test('prototype poisoning in bodies and query strings is refused and pollutes 
   t.same(await api.store.listInventory(), before, 'the store is untouched')
 })
 
-// What start-up and authentication need; every other store method fails.
-const WORKING = new Set(['migrate', 'ping', 'close', 'countPets', 'importCatalogue', 'highestPetId', 'createApiKey',
-  'listApiKeys', 'revokeApiKey', 'findActiveApiKey', 'countApiKeys'])
+// What start-up needs; every other store method fails (the key lookups go through the store's
+// caches, which are not methods: they work).
+const WORKING = new Set(['migrate', 'ping', 'close', 'countPets', 'importCatalogue', 'highestPetId'])
 
 /** A store whose data methods fail the way a broken disk or driver would, with paths and stacks. */
 function failingStore (inner: Store, fail: () => Error): Store {
@@ -193,7 +193,8 @@ t.test('failures inside the service answer with a generic Error body: no stack t
   for (const [what, fail, status, code] of failures) {
     const inner = await createStore(`sqlite:${join(tempDir(t), 'failing.db')}`)
     const api = await buildTestApp(t, { store: failingStore(inner, fail) })
-    const headers = { authorization: `Bearer ${await api.createKey('enterprise', { perMinute: 1_000_000, perDay: 10_000_000 })}`, 'content-type': 'application/json' }
+    const { secret } = await issueApiKey(inner, { name: 'failing', plan: 'enterprise', perMinute: 1_000_000, perDay: 10_000_000 })
+    const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }
     for (const [method, url, payload] of [['GET', '/v1/inventory'], ['PATCH', '/v1/inventory/1', '{"quantity":3}'], ['GET', '/v1/pets/1'], ['GET', '/v1/store/orders']] as const) {
       const res = await api.request({ method, url, headers, ...(payload === undefined ? {} : { payload }) })
       t.equal(res.statusCode, status, `${what}, ${method} ${url}: ${status}`)

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { InvalidApiKeyError, issueApiKey } from '../../src/repositories/api-keys.js'
+import { apiKeysRepository, InvalidApiKeyError, issueApiKey } from '../../src/repositories/api-keys.js'
 import { migrationsDirectory } from '../../src/store/migrations.js'
 import { createPostgresStore } from '../../src/store/postgres/index.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
@@ -61,7 +61,7 @@ for (const engine of ['sqlite', 'postgres'] as const) {
     }
     await t.rejects(insertRaw('gold', null), `${engine}: plain SQL cannot insert one either`)
     await t.rejects(insertRaw('enterprise', 5), `${engine}: nor an enterprise key with one limit`)
-    t.equal(await store.countApiKeys(), accepted.length, 'only the valid keys are stored')
+    t.equal(await apiKeysRepository(store).count(), accepted.length, 'only the valid keys are stored')
   })
 }
 
@@ -82,10 +82,10 @@ t.test('SQLite: keys stored before migration 004 that break the rule are revoked
   const store = createSqliteStore(file)
   t.teardown(() => store.close())
   await store.migrate()
-  t.equal(await store.findActiveApiKey('hash_bad'), undefined, 'the enterprise key without limits is revoked')
-  t.equal(await store.findActiveApiKey('hash_gold'), undefined, 'the key on an unknown plan too')
-  t.match(await store.findActiveApiKey('hash_good'), { id: 'key_good', perMinute: 5, perDay: 50 }, 'a valid key is untouched')
-  t.equal((await store.listApiKeys()).length, 3, 'nothing deleted: the refused keys are kept, revoked')
+  t.equal(await apiKeysRepository(store).findActive('hash_bad'), undefined, 'the enterprise key without limits is revoked')
+  t.equal(await apiKeysRepository(store).findActive('hash_gold'), undefined, 'the key on an unknown plan too')
+  t.match(await apiKeysRepository(store).findActive('hash_good'), { id: 'key_good', perMinute: 5, perDay: 50 }, 'a valid key is untouched')
+  t.equal((await apiKeysRepository(store).list()).length, 3, 'nothing deleted: the refused keys are kept, revoked')
 })
 
 t.test('through the API: the test helper\'s enterprise key has its limits, and is served', async (t) => {

@@ -7,6 +7,7 @@ import type { Catalogue, Order } from '../../src/store/types.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { createTestSchema, POSTGRES, type TestSchema } from '../helpers/postgres.js'
 import { seededRandom } from '../helpers/random.js'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 
 /**
  * The PostgreSQL store's caches across instances (src/store/postgres/index.ts): each instance
@@ -99,11 +100,11 @@ t.test('reads are served from memory while listening: a write that bypasses the 
   const psql = await sqlSession(t, schema)
   await addSyntheticPets(a!, 3)
   await a!.importCatalogue({ orders: [order(1, 2, 1, 'placed')] })
-  await a!.createApiKey({ id: 'key_1', name: 'k', plan: 'free', keyHash: 'hash-1', perMinute: null, perDay: null })
+  await apiKeysRepository(a!).create({ id: 'key_1', name: 'k', plan: 'free', keyHash: 'hash-1', perMinute: null, perDay: null })
   await a!.syncChanges()
   const list = await a!.listInventoryJson()
   const pet = await a!.getPet(2)
-  t.ok(await a!.findActiveApiKey('hash-1'))
+  t.ok(await apiKeysRepository(a!).findActive('hash-1'))
 
   await psql.query('SET session_replication_role = replica')
   await psql.query('UPDATE inventory SET quantity = 40')
@@ -113,7 +114,7 @@ t.test('reads are served from memory while listening: a write that bypasses the 
   t.equal(await a!.listInventoryJson(), list, 'the list from memory')
   t.same(await a!.getPet(2), pet, 'the pet from memory')
   t.ok((await a!.listOrders()).every((o) => o.status === 'delivered'), 'orders are not cached: read afresh (paged from the database)')
-  t.ok(await a!.findActiveApiKey('hash-1'), 'the key from memory')
+  t.ok(await apiKeysRepository(a!).findActive('hash-1'), 'the key from memory')
   t.ok((await a!.listInventory()).every((i) => i.quantity === 40), 'while the database has changed')
 
   await psql.query('SET session_replication_role = DEFAULT')
@@ -250,7 +251,7 @@ t.test('a PATCH is announced once, by the writer after its commit; other writes 
   await psql.query(`LISTEN "petstore ${schema.schema}"`)
   await a!.updateInventory(2, 9)
   await a!.updateInventory(7, 9)
-  await a!.createApiKey({ id: 'key_n', name: 'n', plan: 'free', keyHash: 'hash-n', perMinute: null, perDay: null })
+  await apiKeysRepository(a!).create({ id: 'key_n', name: 'n', plan: 'free', keyHash: 'hash-n', perMinute: null, perDay: null })
   await psql.query('SET petstore.announce = off')
   await psql.query('UPDATE inventory SET quantity = 1')
   await psql.query('RESET petstore.announce')
@@ -321,22 +322,22 @@ t.test('a lost listening connection: caches dropped, reads from the database unt
 
 t.test('a key revoked by another connection is refused once the notification has arrived', async (t) => {
   const { stores: [server, cli] } = await stores(t, 2)
-  const record = await cli!.createApiKey({ id: 'key_r', name: 'r', plan: 'free', keyHash: 'hash-r', perMinute: null, perDay: null })
+  const record = await apiKeysRepository(cli!).create({ id: 'key_r', name: 'r', plan: 'free', keyHash: 'hash-r', perMinute: null, perDay: null })
   await server!.syncChanges()
-  const first = server!.findActiveApiKey('hash-r')
+  const first = apiKeysRepository(server!).findActive('hash-r')
   t.ok(first instanceof Promise, 'looked up: a promise')
   t.same(await first, record, 'looked up, then cached')
-  const cached = server!.findActiveApiKey('hash-r')
+  const cached = apiKeysRepository(server!).findActive('hash-r')
   t.notOk(cached instanceof Promise, 'a cached key is answered in the same call, without a promise')
   t.same(cached, record)
-  await cli!.revokeApiKey('key_r')
+  await apiKeysRepository(cli!).revoke('key_r')
   let refused = false
   const deadline = Date.now() + 5000
   while (!refused && Date.now() < deadline) {
-    refused = await server!.findActiveApiKey('hash-r') === undefined
+    refused = await apiKeysRepository(server!).findActive('hash-r') === undefined
     if (!refused) await sleep(5)
   }
   t.ok(refused, 'refused by the other instance')
-  await server!.revokeApiKey('key_r')
-  t.equal(await server!.findActiveApiKey('hash-r'), undefined, 'its own revocation: at once')
+  await apiKeysRepository(server!).revoke('key_r')
+  t.equal(await apiKeysRepository(server!).findActive('hash-r'), undefined, 'its own revocation: at once')
 })

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { listText } from '../../src/contract/json-list.js'
-import { generateApiKey } from '../../src/repositories/api-keys.js'
+import { apiKeysRepository, generateApiKey } from '../../src/repositories/api-keys.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { Store } from '../../src/store/types.js'
@@ -76,30 +76,30 @@ t.test('writes from outside the store API (plain SQL on another connection) are 
 t.test('a key revoked through another connection stops working at the next lookup', async (t) => {
   const { server, other } = await twoConnections(t)
   const key = generateApiKey()
-  await other.createApiKey({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
-  t.equal((await server.findActiveApiKey(key.hash))?.id, key.id, 'a key created by another connection (the keys CLI) is found')
-  t.equal((await server.findActiveApiKey(key.hash))?.id, key.id, 'and found again')
-  await other.revokeApiKey(key.id)
-  t.equal(await server.findActiveApiKey(key.hash), undefined, 'revoked elsewhere: gone at once')
+  await apiKeysRepository(other).create({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
+  t.equal((await apiKeysRepository(server).findActive(key.hash))?.id, key.id, 'a key created by another connection (the keys CLI) is found')
+  t.equal((await apiKeysRepository(server).findActive(key.hash))?.id, key.id, 'and found again')
+  await apiKeysRepository(other).revoke(key.id)
+  t.equal(await apiKeysRepository(server).findActive(key.hash), undefined, 'revoked elsewhere: gone at once')
 
   const second = generateApiKey()
-  await server.createApiKey({ id: second.id, name: 'k2', plan: 'pro', keyHash: second.hash, perMinute: null, perDay: null })
-  t.equal((await server.findActiveApiKey(second.hash))?.plan, 'pro')
-  await server.revokeApiKey(second.id)
-  t.equal(await server.findActiveApiKey(second.hash), undefined, 'revoked through the same store: gone at once')
+  await apiKeysRepository(server).create({ id: second.id, name: 'k2', plan: 'pro', keyHash: second.hash, perMinute: null, perDay: null })
+  t.equal((await apiKeysRepository(server).findActive(second.hash))?.plan, 'pro')
+  await apiKeysRepository(server).revoke(second.id)
+  t.equal(await apiKeysRepository(server).findActive(second.hash), undefined, 'revoked through the same store: gone at once')
 })
 
 t.test('a key lookup is answered in the same call, without a promise, and is as current as an awaited one', async (t) => {
   const { server, other } = await twoConnections(t)
   const key = generateApiKey()
-  await other.createApiKey({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
+  await apiKeysRepository(other).create({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
   await nextTurn()
-  const found = server.findActiveApiKey(key.hash)
+  const found = apiKeysRepository(server).findActive(key.hash)
   t.notOk(found instanceof Promise, 'not a promise')
   t.equal((found as Awaited<typeof found>)?.id, key.id, 'the key another connection created')
-  await other.revokeApiKey(key.id)
+  await apiKeysRepository(other).revoke(key.id)
   await nextTurn()
-  t.equal(server.findActiveApiKey(key.hash), undefined, 'revoked elsewhere: gone from the next turn, in the same call too')
+  t.equal(apiKeysRepository(server).findActive(key.hash), undefined, 'revoked elsewhere: gone from the next turn, in the same call too')
 })
 
 t.test('a write through the same store is in its next list', async (t) => {

@@ -4,6 +4,7 @@ import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import type { Catalogue, Order, PetRecord, Store } from '../../src/store/types.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { Teardown } from '../helpers/app.js'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 
 /** A fresh, migrated, empty store of one engine, closed (and its storage removed) in teardown. */
 export type StoreFactory = (t: Teardown) => Promise<Store>
@@ -29,7 +30,7 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     t.equal(await store.countPets(), 0)
     t.same(await store.listInventory(), [])
     t.same(await store.listOrders(), [])
-    t.equal(await store.countApiKeys(), 0)
+    t.equal(await apiKeysRepository(store).count(), 0)
   })
 
   t.test('the demo catalogue: counts, inventory ordered by petId with the status rule, orders by id', async (t) => {
@@ -182,26 +183,26 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
 
   t.test('API keys: create, look up by hash, list in creation order, revoke once', async (t) => {
     const store = await factory(t)
-    const a = await store.createApiKey({ id: 'key_a', name: 'first', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null })
+    const a = await apiKeysRepository(store).create({ id: 'key_a', name: 'first', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null })
     t.match(a, { id: 'key_a', name: 'first', plan: 'free', perMinute: null, perDay: null, revokedAt: null })
     t.match(a.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
     await new Promise((resolve) => setTimeout(resolve, 5))
-    const b = await store.createApiKey({ id: 'key_0', name: 'second', plan: 'enterprise', keyHash: 'hash-b', perMinute: MAX_QUANTITY, perDay: 100000 })
+    const b = await apiKeysRepository(store).create({ id: 'key_0', name: 'second', plan: 'enterprise', keyHash: 'hash-b', perMinute: MAX_QUANTITY, perDay: 100000 })
     t.same({ perMinute: b.perMinute, perDay: b.perDay }, { perMinute: MAX_QUANTITY, perDay: 100000 })
-    t.equal(await store.countApiKeys(), 2)
-    t.same((await store.listApiKeys()).map((k) => k.id), ['key_a', 'key_0'], 'ordered by creation time, not id')
-    t.same(await store.findActiveApiKey('hash-a'), a)
-    t.equal(await store.findActiveApiKey('hash-x'), undefined)
-    await t.rejects(store.createApiKey({ id: 'key_c', name: 'dup', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null }), 'a hash is unique')
+    t.equal(await apiKeysRepository(store).count(), 2)
+    t.same((await apiKeysRepository(store).list()).map((k) => k.id), ['key_a', 'key_0'], 'ordered by creation time, not id')
+    t.same(await apiKeysRepository(store).findActive('hash-a'), a)
+    t.equal(await apiKeysRepository(store).findActive('hash-x'), undefined)
+    await t.rejects(apiKeysRepository(store).create({ id: 'key_c', name: 'dup', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null }), 'a hash is unique')
 
-    const revoked = await store.revokeApiKey('key_a')
+    const revoked = await apiKeysRepository(store).revoke('key_a')
     t.match(revoked, { id: 'key_a', name: 'first' })
     t.match(revoked?.revokedAt, /^\d{4}-/)
-    t.equal(await store.findActiveApiKey('hash-a'), undefined, 'a revoked key is not found from the next lookup on')
-    t.same(await store.revokeApiKey('key_a'), revoked, 'revoking again keeps the first revocation')
-    t.equal(await store.revokeApiKey('key_missing'), undefined)
-    t.same(await store.findActiveApiKey('hash-b'), b, 'other keys are untouched')
-    t.equal(await store.countApiKeys(), 2, 'revoked keys are still counted')
+    t.equal(await apiKeysRepository(store).findActive('hash-a'), undefined, 'a revoked key is not found from the next lookup on')
+    t.same(await apiKeysRepository(store).revoke('key_a'), revoked, 'revoking again keeps the first revocation')
+    t.equal(await apiKeysRepository(store).revoke('key_missing'), undefined)
+    t.same(await apiKeysRepository(store).findActive('hash-b'), b, 'other keys are untouched')
+    t.equal(await apiKeysRepository(store).count(), 2, 'revoked keys are still counted')
   })
 
   t.test('a closed store rejects with StoreUnavailableError', async (t) => {

@@ -36,25 +36,36 @@ const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 /** Requests the router matched to no route: one label, never the URL, so the series stay few. */
 const UNKNOWN_ROUTE = 'unknown'
 
-/** A proxy of the store whose methods each observe how long their promise took to settle. */
+/** `fn`, observing into `histogram` how long each call's promise (or the call) took. */
+function timedFunction (fn: (...args: unknown[]) => unknown, self: unknown, histogram: Histogram<'engine' | 'operation'>, labels: { engine: string, operation: string }) {
+  return (...args: unknown[]) => {
+    const start = performance.now()
+    const result: unknown = fn.apply(self, args)
+    // Observed when the promise settles; the caller gets the store's own promise.
+    const done = () => { histogram.observe(labels, (performance.now() - start) / 1000) }
+    if (result instanceof Promise) result.then(done, done)
+    else done()
+    return result
+  }
+}
+
+/**
+ * A proxy of the store whose methods each observe how long their promise took to settle, and so
+ * do those of its caches (operation `activeKeys.get`, say).
+ */
 function timedStore (store: Store, histogram: Histogram<'engine' | 'operation'>): Store {
   const wrappers = new Map<PropertyKey, unknown>()
+  const timedCaches = Object.fromEntries(Object.entries(store.caches).map(([name, cache]) => [name, Object.fromEntries(
+    Object.entries(cache as unknown as Record<string, (...args: unknown[]) => unknown>).map(([method, fn]) =>
+      [method, timedFunction(fn, cache, histogram, { engine: store.engine, operation: `${name}.${method}` })]))]))
   return new Proxy(store, {
     get (target, property) {
+      if (property === 'caches') return timedCaches
       const value: unknown = Reflect.get(target, property, target)
       if (typeof value !== 'function') return value
       let wrapper = wrappers.get(property)
       if (wrapper === undefined) {
-        const labels = { engine: target.engine, operation: String(property) }
-        wrapper = (...args: unknown[]) => {
-          const start = performance.now()
-          const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args)
-          // Observed when the promise settles; the caller gets the store's own promise.
-          const done = () => { histogram.observe(labels, (performance.now() - start) / 1000) }
-          if (result instanceof Promise) result.then(done, done)
-          else done()
-          return result
-        }
+        wrapper = timedFunction(value as (...args: unknown[]) => unknown, target, histogram, { engine: target.engine, operation: String(property) })
         wrappers.set(property, wrapper)
       }
       return wrapper

@@ -8,7 +8,7 @@ import { EntryCache } from './entry-cache.js'
 import { importCatalogue } from './import.js'
 import { Invalidations } from './invalidations.js'
 import { InventoryWrites } from './inventory-writes.js'
-import { activeKeyByHash, activeKeysByHashes, getPet, sharedMethods } from '../shared-queries.js'
+import { getPet, sharedMethods } from '../shared-queries.js'
 import { readOnly, runAsync, writeRules, type DataAccess } from '../work.js'
 import { postgresStepRunner } from './dialect.js'
 import { bulkTransaction, connectionFailed, openPool, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
@@ -275,15 +275,18 @@ export function createPostgresStore (connectionString: string, options: Postgres
 
     importCatalogue: (catalogue) => changingEverything(() => bulkTransaction(pool, (bulk) => importCatalogue(bulk, catalogue))),
 
-    findActiveApiKey: (keyHash) => {
-      feed.start()
-      // Every /v1 request asks: a cached key is answered in this same call, without a promise.
-      return keys.peek(keyHash) ?? keys.get(keyHash, () => access.read(() => activeKeyByHash(keyHash)))
-    },
-
-    findActiveApiKeys: (keyHashes) => {
-      feed.start()
-      return keys.getMany(keyHashes, (missing) => access.read(() => activeKeysByHashes(missing)))
+    caches: {
+      activeKeys: {
+        get: (keyHash, read) => {
+          feed.start()
+          // Every /v1 request asks: a cached key is answered in this same call, without a promise.
+          return keys.peek(keyHash) ?? keys.get(keyHash, () => access.read(read))
+        },
+        getMany: (keyHashes, read) => {
+          feed.start()
+          return keys.getMany(keyHashes, (missing) => access.read(() => read(missing)))
+        }
+      }
     }
   }
 }

@@ -2,7 +2,7 @@ import type { MaybePromise } from '../../maybe-promise.js'
 import { constraintViolationOf } from '../constraints.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { petColumns, toPetStatus } from '../rows.js'
-import { activeKeyByHash, activeKeysByHashes, getPet, sharedMethods } from '../shared-queries.js'
+import { getPet, sharedMethods } from '../shared-queries.js'
 import type { TableName } from '../schema.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
 import { readOnly, runSync, STOPPED, tablesTouched, writeRules, type DataAccess, type Step } from '../work.js'
@@ -239,19 +239,21 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       return { pets: catalogue.pets?.length ?? 0, inventory: catalogue.inventory?.length ?? 0, orders: catalogue.orders?.length ?? 0 }
     }),
 
-    // Every /v1 request asks: answered in this same call, without a promise, unless a key write waits.
-    findActiveApiKey: (keyHash) => readingAfterWritesNow('keys', () => caches.activeKey(keyHash, () => runSync(activeKeyByHash(keyHash), 'sqlite', runner))),
-
-    // Keys this instance has not verified: one statement per KEY_HASH_SLOTS keys, each answer kept
-    // in the cache of active keys.
-    findActiveApiKeys: (keyHashes) => readingAfterWritesNow('keys', () => {
-      const read = runSync(activeKeysByHashes(keyHashes), 'sqlite', runner)
-      const found = new Map<string, ApiKeyRecord>()
-      for (const keyHash of keyHashes) {
-        const record = caches.activeKey(keyHash, () => read.get(keyHash))
-        if (record !== undefined) found.set(keyHash, record)
+    caches: {
+      // Every /v1 request asks for its key: answered in this same call, without a promise, unless a key write waits.
+      activeKeys: {
+        get: (keyHash, read) => readingAfterWritesNow('keys', () => caches.activeKey(keyHash, () => runSync(read(), 'sqlite', runner))),
+        // One read of every key asked for (the stamped cache has no look without a load), each answer kept.
+        getMany: (keyHashes, read) => readingAfterWritesNow('keys', () => {
+          const fresh = runSync(read(keyHashes), 'sqlite', runner)
+          const found = new Map<string, ApiKeyRecord>()
+          for (const keyHash of keyHashes) {
+            const record = caches.activeKey(keyHash, () => fresh.get(keyHash))
+            if (record !== undefined) found.set(keyHash, record)
+          }
+          return found
+        })
       }
-      return found
-    })
+    }
   }
 }
