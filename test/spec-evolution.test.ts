@@ -162,7 +162,7 @@ let nextId = 1000
 /** POST /v1/zz-fixture/orders (nothing is stored: the store has no orders to write to). */
 export const fixtureCreateOrder: OperationHandler<'fixtureCreateOrder'> = async (request, reply) => {
   const { petId, quantity } = request.body
-  if (await request.server.store.getPet(petId) === undefined) throw notFound(\`no pet with id \${petId}\`)
+  if (await request.server.petsRepository.get(petId) === undefined) throw notFound(\`no pet with id \${petId}\`)
   if (request.query.dryRun === true) return { petId, quantity }
   return reply.code(201).send({ id: nextId++, petId, quantity, shipDate: new Date(0).toISOString(), status: 'placed', complete: false })
 }
@@ -174,7 +174,7 @@ import type { OperationHandler } from '../src/contract/operation-types.js'
 export const fixtureDeleteOrder: OperationHandler<'fixtureDeleteOrder'> = async (request, reply) => {
   if (!request.headers['x-confirm']) throw new ApiError('invalid_request', 'send X-Confirm: true to cancel an order')
   const { orderId } = request.params
-  if (!(await request.server.store.listOrders()).some((order) => order.id === orderId)) throw notFound(\`no order with id \${orderId}\`)
+  if (await request.server.ordersRepository.get(orderId) === undefined) throw notFound(\`no order with id \${orderId}\`)
   return reply.code(204).send()
 }
 `)
@@ -182,10 +182,10 @@ export const fixtureDeleteOrder: OperationHandler<'fixtureDeleteOrder'> = async 
 
 /** GET /v1/zz-fixture/pets?status=…: the pets whose inventory entry has one of the statuses. */
 export const fixtureFindPetsByStatus: OperationHandler<'fixtureFindPetsByStatus'> = async (request) => {
-  const { store } = request.server
+  const { inventoryRepository, petsRepository } = request.server
   const wanted = new Set(request.query.status ?? ['available'])
-  const ids = (await store.listInventory()).filter((item) => wanted.has(item.status)).map((item) => item.petId)
-  const pets = await Promise.all(ids.map((id) => store.getPet(id)))
+  const ids = (await inventoryRepository.list()).filter((item) => wanted.has(item.status)).map((item) => item.petId)
+  const pets = await Promise.all(ids.map((id) => petsRepository.get(id)))
   return pets.filter((pet) => pet !== undefined)
 }
 `)
@@ -196,7 +196,7 @@ export const fixtureFindPetsByStatus: OperationHandler<'fixtureFindPetsByStatus'
     'src/wrong/not-found-with-an-order.ts': `export const w: OperationHandler<'fixtureDeleteOrder'> = async (request, reply) =>
   reply.code(404).send({ id: request.params.orderId, petId: 1, quantity: 1, shipDate: '2026-01-01T00:00:00Z', status: 'placed', complete: false })`,
     'src/wrong/undeclared-status.ts': `export const w: OperationHandler<'fixtureCreateOrder'> = async (_request, reply) => reply.code(409).send({ code: 'invalid_request', message: 'taken', status: 409 })`,
-    'src/wrong/success-of-another-schema.ts': `export const w: OperationHandler<'fixtureFindPetsByStatus'> = async (request) => request.server.store.listInventory()`
+    'src/wrong/success-of-another-schema.ts': `export const w: OperationHandler<'fixtureFindPetsByStatus'> = async (request) => request.server.inventoryRepository.list()`
   }
   for (const [file, code] of Object.entries(wrong)) write(file, `import type { OperationHandler } from '../contract/operation-types.js'\n\n${code}\n`)
 

@@ -16,6 +16,7 @@ import { CatalogueError, readCatalogueFile } from '../store/catalogue.js'
 import { addSyntheticPets } from '../store/synthetic.js'
 import type { Catalogue, Store } from '../store/types.js'
 import { type CliIo, openStore, runCli, UsageError } from './run-cli.js'
+import { petsRepository } from '../repositories/pets.js'
 
 const text = {
   usage: `Usage:
@@ -40,7 +41,7 @@ async function checkPetReferences (store: Store, catalogue: Catalogue): Promise<
   ]
   for (const [where, petId] of references) {
     if (known.has(petId)) continue
-    if (await store.getPet(petId) === undefined) throw new CatalogueError(`catalogue/${where}/petId: no pet ${petId} in the file or in the database`)
+    if (await petsRepository(store).get(petId) === undefined) throw new CatalogueError(`catalogue/${where}/petId: no pet ${petId} in the file or in the database`)
     known.add(petId)
   }
 }

@@ -56,6 +56,7 @@ export interface OrdersRepository {
   page (query: PageQuery): Promise<{ orders: Order[], more: boolean }>
 }
 
+
 /** The columns of an order under the names of Order (toOrder maps the row). */
 const orderSelection = ['id', 'pet_id as petId', 'quantity', 'ship_date as shipDate', 'status', 'complete'] as const
 
@@ -81,6 +82,11 @@ const q = {
   remove: statement('orders.remove', (db, arg: Arg<{ id: number }>) => db
     .deleteFrom('orders').where('id', '=', arg('id')))
 }
+
+const everyOrder = statement('orders.list', (db) => db.selectFrom('orders').select(orderSelection).orderBy('id'))
+
+/** Every order, in id order (the tests read them back so). */
+export const allOrders = (data: DataAccess): Promise<Order[]> => data.read(function * () { return (yield * all(everyOrder, {})).map(toOrder) })
 
 /** Units of the pet not yet reserved by open orders; undefined when it has no inventory entry. */
 function * unreserved (petId: number): Work<{ stock: number, available: number } | undefined> {

@@ -1,5 +1,6 @@
 import { CatalogueError } from './catalogue.js'
 import type { Catalogue, Store } from './types.js'
+import { petsRepository } from '../repositories/pets.js'
 
 /** Pets per import: each batch is one transaction, and only one batch is in memory at a time. */
 export const SYNTHETIC_BATCH_SIZE = 10_000
@@ -40,7 +41,7 @@ function batch (first: number, size: number): Catalogue {
  */
 export async function addSyntheticPets (store: Store, count: number): Promise<void> {
   if (!Number.isSafeInteger(count) || count < 0) throw new CatalogueError(`the number of synthetic pets must be a whole number, got ${count}`)
-  const { first } = syntheticIdRange(await store.highestPetId(), count)
+  const { first } = syntheticIdRange(await petsRepository(store).highestId(), count)
   for (let added = 0; added < count; added += SYNTHETIC_BATCH_SIZE) {
     try {
       await store.importCatalogue(batch(first + added, Math.min(SYNTHETIC_BATCH_SIZE, count - added)))

@@ -60,21 +60,10 @@ export interface Store extends DataAccess {
   ping (): Promise<void>
   close (): Promise<void>
 
-  countPets (): Promise<number>
-  listInventory (): Promise<InventoryItem[]>
-  /**
-   * The same list as JSON text, built by the database without a JavaScript object per row.
-   * An engine may hand out text it built before, as long as nothing it lists has changed since.
-   */
-  listInventoryJson (): Promise<ListJson>
-  /** Sets the quantity atomically; undefined when the pet has no inventory entry. */
-  updateInventory (petId: number, quantity: number): Promise<InventoryItem | undefined>
-  getPet (petId: number): Promise<Pet | undefined>
-  /** The highest pet id, 0 when there are no pets. */
-  highestPetId (): Promise<number>
-  listOrders (): Promise<Order[]>
   /** Upserts pets, inventory and orders in one transaction. */
   importCatalogue (catalogue: Catalogue): Promise<ImportCounts>
+  /** The inventory's own paths, which each engine writes for itself (see src/repositories/inventory.ts). */
+  readonly inventory: InventoryFastPaths
 
   /** Entries the engine keeps in memory, coherent with every writer (see docs/architecture.md). */
   readonly caches: EntryCaches
@@ -89,11 +78,32 @@ export interface Store extends DataAccess {
  */
 export interface KeyedCache<K, V> {
   get (key: K, read: () => ReadWork<V | undefined>): MaybePromise<V | undefined>
+}
+
+/** A KeyedCache that also looks several entries up at once. */
+export interface BatchedCache<K, V> extends KeyedCache<K, V> {
   /** Several entries; `read` is given the keys the cache does not hold and reads them together. */
   getMany (keys: readonly K[], read: (missing: readonly K[]) => ReadWork<ReadonlyMap<K, V>>): MaybePromise<ReadonlyMap<K, V>>
 }
 
+/**
+ * The inventory list and PATCH, each engine's own: the list as JSON text built by the database
+ * and kept entry by entry from the change triggers; the PATCHes of one event-loop turn in one
+ * commit (SQLite) or one round trip (PostgreSQL).
+ */
+export interface InventoryFastPaths<Json extends ListJson = ListJson> {
+  /**
+   * Every entry as JSON text, ordered by petId, built by the database without a JavaScript object
+   * per row. An engine may hand out text it built before, as long as nothing it lists has changed since.
+   */
+  listJson (): Promise<Json>
+  /** Sets the quantity atomically; undefined when the pet has no inventory entry. */
+  update (petId: number, quantity: number): Promise<InventoryItem | undefined>
+}
+
 export interface EntryCaches {
+  /** Pets by id, with the status their stock and open orders give (src/repositories/pets.ts). */
+  readonly pets: KeyedCache<number, Pet>
   /** Active (unrevoked) API keys by the SHA-256 of the key (src/repositories/api-keys.ts). */
-  readonly activeKeys: KeyedCache<string, ApiKeyRecord>
+  readonly activeKeys: BatchedCache<string, ApiKeyRecord>
 }

@@ -102,7 +102,7 @@ t.test('a 200, a 401 of each reason, a 429 and a ban move the right series', asy
   t.equal(moved(before, after, http('listInventory', '200')), 1, 'a 200 of listInventory is one observation with its operationId')
   t.equal(moved(before, after, decision('allowed')), 1, 'one allowed rate-limit decision')
   t.equal(moved(before, after, store('activeKeys.getMany')), 1, 'the key lookup is timed (a key this instance has not verified yet: looked up with others)')
-  t.equal(moved(before, after, store('listInventoryJson')), 1, 'the list is timed')
+  t.equal(moved(before, after, store('inventory.listJson')), 1, 'the list is timed')
   t.ok((after.get(series('http_server_request_duration_seconds_sum', { method: 'GET', operation: 'listInventory', status: '200' })) ?? 0) > 0, 'with its duration')
   t.equal(after.get(series('http_server_request_duration_seconds_bucket', { le: '+Inf', method: 'GET', operation: 'listInventory', status: '200' })), after.get(http('listInventory', '200')), 'a histogram with buckets')
 

@@ -5,6 +5,7 @@ import t from 'tap'
 import type { Catalogue } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { migrateDatabase, runCli, runCliInProcess } from '../helpers/cli.js'
+import { petsRepository } from '../../src/repositories/pets.js'
 
 // Most commands run in this process (runCliInProcess); the bin itself, as a process, is run by
 // the tests of a missing database, --help and an unknown command.
@@ -83,7 +84,7 @@ t.test('db seed FILE.json upserts pets, inventory and orders', async (t) => {
   const headers = await api.authHeader()
   const inventory = (await api.request({ method: 'GET', url: '/v1/inventory', headers })).json()
   t.same(inventory, [{ petId: 21, quantity: 2, status: 'available' }, { petId: 22, quantity: 0, status: 'sold' }], 'quantities updated; the delivered order no longer reserves pet 21')
-  t.match((await api.store.getPet(21)), { name: 'Pip the Second' }, 'the pet was updated')
+  t.match((await petsRepository(api.store).get(21)), { name: 'Pip the Second' }, 'the pet was updated')
   t.match((await api.request({ method: 'GET', url: '/v1/store/orders', headers })).json(), [{ id: 1, status: 'delivered', complete: true }])
 })
 

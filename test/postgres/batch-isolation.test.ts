@@ -2,6 +2,7 @@ import pg from 'pg'
 import t from 'tap'
 import { createPostgresStore } from '../../src/store/postgres/index.js'
 import { createTestSchema, POSTGRES } from '../helpers/postgres.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
 
 // The PATCHes of one turn share one statement on PostgreSQL (src/store/postgres/inventory-writes.ts).
 // One of them meeting a row another transaction holds must not hold up, or fail, the others: each
@@ -23,7 +24,7 @@ t.test('a PATCH whose row is locked elsewhere waits alone; the others of its bat
 
   const started = performance.now()
   const answeredAt = new Map<number, number>()
-  const writes = [1, 2, 3, 4, 5].map((petId) => store.updateInventory(petId, 10 + petId).then(
+  const writes = [1, 2, 3, 4, 5].map((petId) => store.inventory.update(petId, 10 + petId).then(
     (item) => { answeredAt.set(petId, performance.now() - started); return item },
     (error: unknown) => { answeredAt.set(petId, performance.now() - started); throw error }))
   const results = await Promise.allSettled(writes)
@@ -37,7 +38,7 @@ t.test('a PATCH whose row is locked elsewhere waits alone; the others of its bat
   }
   t.equal(results[0]!.status, 'rejected', 'pet 1 waited for its row past the time limit')
   t.match((results[0] as PromiseRejectedResult).reason, { name: 'StoreUnavailableError' }, '…and is answered 503')
-  const stock = new Map((await store.listInventory()).map((item) => [item.petId, item.quantity]))
+  const stock = new Map((await inventoryRepository(store).list()).map((item) => [item.petId, item.quantity]))
   t.same([1, 2, 3, 4, 5].map((petId) => stock.get(petId)), [0, 12, 13, 14, 15], 'exactly the acknowledged writes are stored')
 })
 
@@ -47,7 +48,7 @@ t.test('a PATCH of a pet without an inventory entry is undefined, batched or not
   t.teardown(() => store.close())
   await store.migrate()
   await store.importCatalogue({ pets: [1, 2].map((id) => ({ id, name: `Pet ${id}`, photoUrls: [] })) })
-  t.same(await Promise.all([store.updateInventory(1, 3), store.updateInventory(99, 3), store.updateInventory(2, 4)]),
+  t.same(await Promise.all([store.inventory.update(1, 3), store.inventory.update(99, 3), store.inventory.update(2, 4)]),
     [{ petId: 1, quantity: 3, status: 'available' }, undefined, { petId: 2, quantity: 4, status: 'available' }])
-  t.equal(await store.updateInventory(98, 1), undefined)
+  t.equal(await store.inventory.update(98, 1), undefined)
 })

@@ -2,6 +2,7 @@ import t from 'tap'
 import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import { buildTestApp } from '../helpers/app.js'
 import { createTestSchema } from '../helpers/postgres.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
 
 interface Item { petId: number, quantity: number, status: string }
 
@@ -50,5 +51,5 @@ t.test('200 concurrent PATCHes of one pet across two instances on one schema', a
   t.same(finals[0], finals[1], 'both instances read the same entry')
   t.ok(values.includes(finals[0]!.quantity), `the final quantity (${finals[0]!.quantity}) is one of the sent values`)
   t.equal(finals[0]!.status, expectedStatus(finals[0]!.quantity))
-  t.equal((await a.store.listInventory()).length, demoCatalogue.inventory!.length, 'the demo catalogue is there once')
+  t.equal((await inventoryRepository(a.store).list()).length, demoCatalogue.inventory!.length, 'the demo catalogue is there once')
 })

@@ -4,10 +4,11 @@
  */
 import { idempotencyRepository } from '../../src/repositories/idempotency.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
-import { ordersRepository } from '../../src/repositories/orders.js'
+import { allOrders, ordersRepository } from '../../src/repositories/orders.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import type { ListJson } from '../../src/store/types.js'
 import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { petsRepository } from '../../src/repositories/pets.js'
 
 const file = process.argv[2]
 if (file === undefined || process.send === undefined) throw new Error('usage: fork coherence-process.ts FILE (with IPC)')
@@ -26,9 +27,9 @@ const calls: Record<string, (...args: never[]) => Promise<unknown>> = {
   'store.importCatalogue': (catalogue: Parameters<typeof store.importCatalogue>[0]) => store.importCatalogue(catalogue),
   'keys.create': (key: Parameters<typeof keys.create>[0]) => keys.create(key),
   'keys.revoke': (id: string) => keys.revoke(id),
-  'store.listInventoryJson': async () => text(await store.listInventoryJson()),
-  'store.listOrders': () => store.listOrders(),
-  'store.getPet': (petId: number) => store.getPet(petId),
+  'store.listJson': async () => text(await store.inventory.listJson()),
+  'store.orders': () => allOrders(store),
+  'store.pet': (petId: number) => petsRepository(store).get(petId),
   'keys.findActive': async (hash: string) => await keys.findActive(hash)
 }
 

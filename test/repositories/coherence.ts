@@ -5,10 +5,10 @@ import type { Test } from 'tap'
 import { idempotencyRepository } from '../../src/repositories/idempotency.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import type { InventoryRepository } from '../../src/repositories/inventory.js'
-import { ordersRepository, type OrdersRepository, type OrderStatus } from '../../src/repositories/orders.js'
+import { allOrders, ordersRepository, type OrdersRepository, type OrderStatus } from '../../src/repositories/orders.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { apiKeysRepository, generateApiKey, type ApiKeysRepository } from '../../src/repositories/api-keys.js'
-import type { ListJson, Store } from '../../src/store/types.js'
+import type { ListJson, Order, Pet, Store } from '../../src/store/types.js'
 import { createPostgresStore, type PostgresStore } from '../../src/store/postgres/index.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { tempDir } from '../helpers/app.js'
@@ -31,7 +31,19 @@ const STEPS = 120
 
 const text = (list: ListJson) => typeof list === 'string' ? list : list.bytes.toString()
 
-type StoreCalls = Pick<Store, 'importCatalogue' | 'listInventoryJson' | 'listOrders' | 'getPet'>
+/** What the run asks of an instance's store beside its repositories: imports, and the reads that go through its caches. */
+interface StoreCalls {
+  importCatalogue: Store['importCatalogue']
+  listJson (): Promise<ListJson>
+  orders (): Promise<Order[]>
+  pet (petId: number): Promise<Pet | undefined>
+}
+const storeCalls = (store: Store): StoreCalls => ({
+  importCatalogue: (catalogue) => store.importCatalogue(catalogue),
+  listJson: () => store.inventory.listJson(),
+  orders: () => allOrders(store),
+  pet: (petId) => petsRepository(store).get(petId)
+})
 type KeyCalls = Pick<ApiKeysRepository, 'create' | 'revoke' | 'findActive'>
 
 /** What the run's own operations and snapshots use of an instance: in this process, or in another one. */
@@ -56,7 +68,7 @@ export interface Instance {
 const instance = (store: Store): RunInstance => {
   const idempotency = idempotencyRepository(store)
   const local: Instance = { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store), pets: petsRepository(store), keys: apiKeysRepository(store) }
-  return { ...local, local }
+  return { ...local, store: storeCalls(store), local }
 }
 
 /** An instance in a process of its own (coherence-process.ts), on the same SQLite file. */
@@ -81,9 +93,9 @@ async function otherProcess (t: Test, file: string): Promise<RunInstance> {
   return {
     store: {
       importCatalogue: remote('store.importCatalogue'),
-      listInventoryJson: remote('store.listInventoryJson'),
-      listOrders: remote('store.listOrders'),
-      getPet: remote('store.getPet')
+      listJson: remote('store.listJson'),
+      orders: remote('store.orders'),
+      pet: remote('store.pet')
     },
     keys: { create: remote('keys.create'), revoke: remote('keys.revoke'), findActive: remote('keys.findActive') },
     orders: { place: remote('orders.place'), setStatus: remote('orders.setStatus'), cancel: remote('orders.cancel') },
@@ -93,9 +105,9 @@ async function otherProcess (t: Test, file: string): Promise<RunInstance> {
 
 /** What every cache of `store` must agree with: read by a store that has cached nothing yet. */
 async function snapshot ({ store, keys }: { store: StoreCalls, keys: KeyCalls }, keyHashes: readonly string[]) {
-  const inventory = text(await store.listInventoryJson())
-  const orders = JSON.stringify(await store.listOrders())
-  const pets = await Promise.all(PETS.map((id) => store.getPet(id)))
+  const inventory = text(await store.listJson())
+  const orders = JSON.stringify(await store.orders())
+  const pets = await Promise.all(PETS.map((id) => store.pet(id)))
   const active = await Promise.all(keyHashes.map(async (hash) => (await keys.findActive(hash))?.id ?? null))
   return { inventory, orders, pets, keys: active }
 }
@@ -176,7 +188,7 @@ async function coherence (t: Test, open: () => Store, settle: () => Promise<void
   const agreed = async (step: number) => {
     await settle()
     const fresh = open()
-    const expected = await snapshot({ store: fresh, keys: apiKeysRepository(fresh) }, keys.map((k) => k.hash))
+    const expected = await snapshot({ store: storeCalls(fresh), keys: apiKeysRepository(fresh) }, keys.map((k) => k.hash))
     await fresh.close()
     for (const [n, i] of instances.entries()) {
       const seen = await snapshot(i, keys.map((k) => k.hash))

@@ -46,7 +46,7 @@ async function setUp (t: Test, factory: StoreFactory) {
     inventory: inventoryRepository(store),
     pets: petsRepository(store),
     apiKeys: apiKeysRepository(store),
-    statusOf: async (petId: number) => (await store.listInventory()).find((item) => item.petId === petId)?.status
+    statusOf: async (petId: number) => (await inventoryRepository(store).list()).find((item) => item.petId === petId)?.status
   }
 }
 
@@ -116,7 +116,7 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     for (const [name, result] of Object.entries({ patch1, order2, order1, patch2, order2b })) {
       t.equal(result!.status, 'fulfilled', `${name} is acknowledged (${result!.status === 'rejected' ? String((result as PromiseRejectedResult).reason) : 'ok'})`)
     }
-    const stock = new Map((await r.store.listInventory()).map((item) => [item.petId, item.quantity]))
+    const stock = new Map((await inventoryRepository(r.store).list()).map((item) => [item.petId, item.quantity]))
     t.equal(stock.get(1), 9, 'the first PATCH is read back')
     t.equal(stock.get(2), 8, 'the second PATCH is read back')
     t.equal(stock.get(3), 0, 'what the throwing write did is undone')
@@ -159,7 +159,7 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
       yield * lockRow('inventory', 99)
       return yield * all(addOrder, { petId: 99 })
     }), refused('invalid_reference'), 'an order of a pet that does not exist')
-    t.same((await r.store.listInventory()).map((item) => item.quantity), [2147483647, 2, 0], 'nothing changed')
+    t.same((await inventoryRepository(r.store).list()).map((item) => item.quantity), [2147483647, 2, 0], 'nothing changed')
   })
 
   t.test('setStatus: transitions, delivery takes the units out of stock', async (t) => {
@@ -170,7 +170,7 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     t.match(await r.orders.setStatus(id, 'approved'), { kind: 'updated', order: { status: 'approved', complete: false } })
     t.match(await r.orders.setStatus(id, 'approved'), { kind: 'updated', order: { status: 'approved' } }, 'its own status changes nothing')
     t.match(await r.orders.setStatus(id, 'delivered'), { kind: 'updated', order: { status: 'delivered', complete: true } })
-    t.equal((await r.store.listInventory()).find((i) => i.petId === 1)?.quantity, 4)
+    t.equal((await inventoryRepository(r.store).list()).find((i) => i.petId === 1)?.quantity, 4)
     t.same(await r.orders.setStatus(id, 'approved'), { kind: 'invalid_transition', from: 'delivered' })
     t.same(await r.orders.setStatus(999, 'approved'), { kind: 'not_found' })
     // Stock lowered below an open order: delivering it is refused and changes nothing.

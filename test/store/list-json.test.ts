@@ -7,6 +7,8 @@ import type { Catalogue, Store } from '../../src/store/types.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { tempDir } from '../helpers/app.js'
 import { createTestSchema } from '../helpers/postgres.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { allOrders } from '../../src/repositories/orders.js'
 
 const MAX_ID = Number.MAX_SAFE_INTEGER
 const catalogue: Catalogue = {
@@ -36,34 +38,34 @@ for (const [engine, open] of engines) {
     const store = await open(t)
     t.teardown(() => store.close())
     await store.migrate()
-    t.equal(listText(await store.listInventoryJson()), '[]', 'an empty inventory is an empty array')
+    t.equal(listText(await store.inventory.listJson()), '[]', 'an empty inventory is an empty array')
 
-    const same = async (what: string) => t.equal(listText(await store.listInventoryJson()), JSON.stringify(await store.listInventory()), what)
+    const same = async (what: string) => t.equal(listText(await store.inventory.listJson()), JSON.stringify(await inventoryRepository(store).list()), what)
     // Synthetic pets first: they are numbered after the highest id, and MAX_ID has no successor.
     await addSyntheticPets(store, 3)
     await same('after synthetic pets')
     await store.importCatalogue(catalogue)
     await same('every status, the largest id and quantity, ordered by petId')
-    t.same(JSON.parse(listText(await store.listInventoryJson())).map((i: { petId: number }) => i.petId), [1, 2, 3, 5, 17, 30, MAX_ID])
+    t.same(JSON.parse(listText(await store.inventory.listJson())).map((i: { petId: number }) => i.petId), [1, 2, 3, 5, 17, 30, MAX_ID])
 
-    await store.updateInventory(30, 4)
+    await store.inventory.update(30, 4)
     await same('after a PATCH (pet 30 is available again)')
     await store.importCatalogue({ orders: [{ id: 10, petId: 30, quantity: 1, shipDate: '2026-12-02T12:00:00.000Z', status: 'approved', complete: false }] })
     await same('after a new order (pet 30 pending again)')
-    t.equal(JSON.parse(listText(await store.listInventoryJson())).length, 7, 'synthetic pets 1-3 and the catalogue, which overlaps them')
+    t.equal(JSON.parse(listText(await store.inventory.listJson())).length, 7, 'synthetic pets 1-3 and the catalogue, which overlaps them')
   })
 
   t.test(`${engine}: listOrders gives every order ordered by id, as imported, and follows every import`, async (t) => {
     const store = await open(t)
     t.teardown(() => store.close())
     await store.migrate()
-    t.same(await store.listOrders(), [], 'no orders: an empty array')
+    t.same(await allOrders(store), [], 'no orders: an empty array')
     await store.importCatalogue(catalogue)
     const imported = [...(catalogue.orders ?? [])].sort((a, b) => a.id - b.id)
-    t.same(await store.listOrders(), imported, 'ordered by id, every status, complete true and false')
+    t.same(await allOrders(store), imported, 'ordered by id, every status, complete true and false')
     const changed = { id: 8, petId: 30, quantity: 1, shipDate: '2026-12-03T08:30:00.000Z', status: 'delivered' as const, complete: true }
     const largest = { id: MAX_ID, petId: 1, quantity: 2147483647, shipDate: '2026-12-04T00:00:00.000Z', status: 'placed' as const, complete: false }
     await store.importCatalogue({ orders: [changed, largest] })
-    t.same(await store.listOrders(), [...imported.filter((o) => o.id !== 8), changed].sort((a, b) => a.id - b.id).concat(largest), 'an order changed and the largest id added')
+    t.same(await allOrders(store), [...imported.filter((o) => o.id !== 8), changed].sort((a, b) => a.id - b.id).concat(largest), 'an order changed and the largest id added')
   })
 }

@@ -8,6 +8,7 @@ import { migrationTransaction, openDatabase } from '../../src/store/sqlite/datab
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { tempDir } from '../helpers/app.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
+import { petsRepository } from '../../src/repositories/pets.js'
 
 function directoryWith (parent: string, name: string, files: Record<string, string>): string {
   const dir = join(parent, name)
@@ -91,7 +92,7 @@ t.test('SQLite: a database migrated before (version 1 recorded) is not migrated 
   t.teardown(() => store.close())
   await store.migrate()
   await store.importCatalogue({ pets: [{ id: 1, name: 'a', photoUrls: [] }] })
-  t.equal(await store.countPets(), 1, 'the store works on it')
+  t.equal(await petsRepository(store).count(), 1, 'the store works on it')
   const check = new Database(file, { readonly: true })
   t.teardown(() => check.close())
   const recorded = check.prepare('SELECT * FROM schema_migrations ORDER BY version').all() as { version: number, applied_at: string }[]
@@ -118,7 +119,7 @@ t.test('PostgreSQL: a schema migrated before (version 1 recorded) is not migrate
   t.teardown(() => store.close())
   await store.migrate()
   await store.importCatalogue({ pets: [{ id: 1, name: 'a', photoUrls: [] }] })
-  t.equal(await store.countPets(), 1, 'the store works on it')
+  t.equal(await petsRepository(store).count(), 1, 'the store works on it')
   const recorded = await adminQuery<{ version: number, applied_at: string }>(`SELECT version, applied_at FROM ${schema}.schema_migrations ORDER BY version`)
   t.same(recorded[0], { version: 1, applied_at: '2026-01-01T00:00:00.000Z' }, 'version 1 neither re-applied nor re-recorded')
   t.same(recorded.map((r) => r.version), await shippedVersions('postgres'), 'only the later versions applied')

@@ -8,6 +8,9 @@ import { addSyntheticPets } from '../../src/store/synthetic.js'
 import { createTestSchema, POSTGRES, type TestSchema } from '../helpers/postgres.js'
 import { seededRandom } from '../helpers/random.js'
 import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { petsRepository } from '../../src/repositories/pets.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { allOrders } from '../../src/repositories/orders.js'
 
 /**
  * The PostgreSQL store's caches across instances (src/store/postgres/index.ts): each instance
@@ -52,7 +55,7 @@ async function eventually (check: () => boolean | Promise<boolean>, limitMs = 10
 const order = (id: number, petId: number, quantity: number, status: Order['status']): Order =>
   ({ id, petId, quantity, shipDate: '2026-12-01T10:00:00.000Z', status, complete: status === 'delivered' })
 
-const listOf = async (store: PostgresStore) => JSON.parse(await store.listInventoryJson()) as { petId: number, quantity: number, status: string }[]
+const listOf = async (store: PostgresStore) => JSON.parse(await store.inventory.listJson()) as { petId: number, quantity: number, status: string }[]
 
 t.test('two instances: each reads the other\'s writes, and plain SQL, once their notification has arrived', async (t) => {
   const { schema, stores: [a, b] } = await stores(t, 2)
@@ -61,24 +64,24 @@ t.test('two instances: each reads the other\'s writes, and plain SQL, once their
   await Promise.all([a!.syncChanges(), b!.syncChanges()])
   t.ok(a!.listening && b!.listening, 'both listen')
 
-  const first = await a!.listInventoryJson()
-  t.equal(await a!.listInventoryJson(), first, 'nothing changed: the same text')
-  await b!.updateInventory(1, 6)
+  const first = await a!.inventory.listJson()
+  t.equal(await a!.inventory.listJson(), first, 'nothing changed: the same text')
+  await b!.inventory.update(1, 6)
   await a!.syncChanges()
   t.same((await listOf(a!))[0], { petId: 1, quantity: 6, status: 'available' }, 'a PATCH on the other instance')
-  t.equal((await a!.getPet(1))?.status, 'available')
+  t.equal((await petsRepository(a!).get(1))?.status, 'available')
 
   await psql.query('UPDATE inventory SET quantity = 0 WHERE pet_id = 1')
   await a!.syncChanges()
   t.same((await listOf(a!))[0], { petId: 1, quantity: 0, status: 'sold' }, 'plain SQL on another connection')
-  t.equal((await a!.getPet(1))?.status, 'sold', 'the cached pet too')
+  t.equal((await petsRepository(a!).get(1))?.status, 'sold', 'the cached pet too')
 
   await psql.query(`INSERT INTO orders (id, pet_id, quantity, ship_date, status, complete) VALUES (1, 1, 1, '2026-12-01T12:00:00.000Z', 'placed', false)`)
-  await b!.updateInventory(1, 1)
+  await b!.inventory.update(1, 1)
   await a!.syncChanges()
   t.same((await listOf(a!))[0], { petId: 1, quantity: 1, status: 'pending' }, 'an order and a PATCH elsewhere')
-  t.equal((await a!.getPet(1))?.status, 'pending')
-  t.same((await a!.listOrders()).map((o) => o.id), [1], 'the order list')
+  t.equal((await petsRepository(a!).get(1))?.status, 'pending')
+  t.same((await allOrders(a!)).map((o) => o.id), [1], 'the order list')
   t.same((await listOf(b!))[0], { petId: 1, quantity: 1, status: 'pending' }, 'the writer agrees')
 
   await psql.query('DELETE FROM orders WHERE id = 1')
@@ -86,11 +89,11 @@ t.test('two instances: each reads the other\'s writes, and plain SQL, once their
   await psql.query('INSERT INTO inventory (pet_id, quantity) VALUES (5, 3)')
   await a!.syncChanges()
   t.same(await listOf(a!), [{ petId: 1, quantity: 1, status: 'available' }, { petId: 2, quantity: 0, status: 'sold' }, { petId: 5, quantity: 3, status: 'available' }], 'an order gone, an entry added')
-  t.same(await a!.listOrders(), [])
+  t.same(await allOrders(a!), [])
   await psql.query('DELETE FROM pets WHERE id = 1')
   await a!.syncChanges()
   t.same((await listOf(a!)).map((i) => i.petId), [2, 5], 'a pet deleted with its entry')
-  t.equal(await a!.getPet(1), undefined)
+  t.equal(await petsRepository(a!).get(1), undefined)
 })
 
 t.test('reads are served from memory while listening: a write that bypasses the triggers stays unseen', async (t) => {
@@ -102,8 +105,8 @@ t.test('reads are served from memory while listening: a write that bypasses the 
   await a!.importCatalogue({ orders: [order(1, 2, 1, 'placed')] })
   await apiKeysRepository(a!).create({ id: 'key_1', name: 'k', plan: 'free', keyHash: 'hash-1', perMinute: null, perDay: null })
   await a!.syncChanges()
-  const list = await a!.listInventoryJson()
-  const pet = await a!.getPet(2)
+  const list = await a!.inventory.listJson()
+  const pet = await petsRepository(a!).get(2)
   t.ok(await apiKeysRepository(a!).findActive('hash-1'))
 
   await psql.query('SET session_replication_role = replica')
@@ -111,11 +114,11 @@ t.test('reads are served from memory while listening: a write that bypasses the 
   await psql.query("UPDATE orders SET status = 'delivered'")
   await psql.query("UPDATE api_keys SET revoked_at = 'now'")
   await a!.syncChanges()
-  t.equal(await a!.listInventoryJson(), list, 'the list from memory')
-  t.same(await a!.getPet(2), pet, 'the pet from memory')
-  t.ok((await a!.listOrders()).every((o) => o.status === 'delivered'), 'orders are not cached: read afresh (paged from the database)')
+  t.equal(await a!.inventory.listJson(), list, 'the list from memory')
+  t.same(await petsRepository(a!).get(2), pet, 'the pet from memory')
+  t.ok((await allOrders(a!)).every((o) => o.status === 'delivered'), 'orders are not cached: read afresh (paged from the database)')
   t.ok(await apiKeysRepository(a!).findActive('hash-1'), 'the key from memory')
-  t.ok((await a!.listInventory()).every((i) => i.quantity === 40), 'while the database has changed')
+  t.ok((await inventoryRepository(a!).list()).every((i) => i.quantity === 40), 'while the database has changed')
 
   await psql.query('SET session_replication_role = DEFAULT')
   await psql.query('UPDATE inventory SET quantity = 41 WHERE pet_id = 2')
@@ -128,7 +131,7 @@ t.test('this instance reads its own writes at once, also while reading and writi
   await addSyntheticPets(a!, 20)
   await a!.importCatalogue({ orders: [order(1, 3, 1025, 'placed')] })
   await a!.syncChanges()
-  await a!.listInventoryJson()
+  await a!.inventory.listJson()
   let violations = 0
   // One chain of writes per pet, 20 chains at once: after each acknowledgement the list and the
   // pet show exactly that write (nobody else writes that pet).
@@ -136,14 +139,14 @@ t.test('this instance reads its own writes at once, also while reading and writi
     const petId = chain + 1
     for (let step = 0; step < 10; step++) {
       const quantity = 1020 + step
-      const written = await a!.updateInventory(petId, quantity)
-      const [item, pet] = await Promise.all([listOf(a!).then((l) => l.find((x) => x.petId === petId)), a!.getPet(petId)])
+      const written = await a!.inventory.update(petId, quantity)
+      const [item, pet] = await Promise.all([listOf(a!).then((l) => l.find((x) => x.petId === petId)), petsRepository(a!).get(petId)])
       if (item?.quantity !== quantity || item.status !== written?.status || pet?.status !== written.status) violations++
     }
   }))
-  t.equal((await a!.getPet(3))?.status, 'available', 'pet 3 is past its order')
+  t.equal((await petsRepository(a!).get(3))?.status, 'available', 'pet 3 is past its order')
   t.equal(violations, 0, 'no read older than a write acknowledged before it')
-  t.equal(await a!.listInventoryJson(), JSON.stringify(await a!.listInventory()), 'the final list is the database\'s')
+  t.equal(await a!.inventory.listJson(), JSON.stringify(await inventoryRepository(a!).list()), 'the final list is the database\'s')
 })
 
 t.test('thousands of random writes on two instances and plain SQL: the cached lists are a full rebuild, byte for byte', async (t) => {
@@ -162,8 +165,8 @@ t.test('thousands of random writes on two instances and plain SQL: the cached li
   let nextOrder = 1
   const openOrders: number[] = []
   const writes: (() => Promise<unknown>)[] = [
-    () => a!.updateInventory(random(2400) + 1, random(5)),
-    () => b!.updateInventory(random(2400) + 1, random(5)),
+    () => a!.inventory.update(random(2400) + 1, random(5)),
+    () => b!.inventory.update(random(2400) + 1, random(5)),
     () => psql.query('UPDATE inventory SET quantity = $1 WHERE pet_id = $2', [random(5), random(2400) + 1]),
     () => {
       const petId = 2 * random(1200) + 1
@@ -182,23 +185,23 @@ t.test('thousands of random writes on two instances and plain SQL: the cached li
     () => psql.query('UPDATE inventory SET quantity = quantity + 1 WHERE pet_id BETWEEN $1 AND $1 + 40', [random(2400)])
   ]
   const reads: (() => Promise<unknown>)[] = [
-    () => a!.listInventoryJson(),
-    () => b!.listInventoryJson(),
-    () => a!.listOrders(),
-    () => a!.getPet(random(2400) + 1)
+    () => a!.inventory.listJson(),
+    () => b!.inventory.listJson(),
+    () => allOrders(a!),
+    () => petsRepository(a!).get(random(2400) + 1)
   ]
 
   const compare = async (label: string) => {
     await Promise.all([a!.syncChanges(), b!.syncChanges()])
-    const rebuilt = JSON.stringify(await a!.listInventory())
+    const rebuilt = JSON.stringify(await inventoryRepository(a!).list())
     const orders = JSON.stringify((await psql.query<OrderRow>(`SELECT ${orderColumns} FROM orders ORDER BY id`)).rows.map(toOrder))
     // Cached pets agree with the rebuilt list: here every pet has an entry, and an entry a pet.
     const statuses = new Map((JSON.parse(rebuilt) as { petId: number, status: string }[]).map((i) => [i.petId, i.status]))
     const ids = Array.from({ length: 20 }, () => random(2400) + 1)
-    const pets = await Promise.all(ids.map(async (id) => (await a!.getPet(id))?.status === statuses.get(id)))
+    const pets = await Promise.all(ids.map(async (id) => (await petsRepository(a!).get(id))?.status === statuses.get(id)))
     return {
-      inventory: (await a!.listInventoryJson()) === rebuilt && (await b!.listInventoryJson()) === rebuilt,
-      orders: JSON.stringify(await a!.listOrders()) === orders && JSON.stringify(await b!.listOrders()) === orders,
+      inventory: (await a!.inventory.listJson()) === rebuilt && (await b!.inventory.listJson()) === rebuilt,
+      orders: JSON.stringify(await allOrders(a!)) === orders && JSON.stringify(await allOrders(b!)) === orders,
       pets: pets.every(Boolean),
       label
     }
@@ -230,7 +233,7 @@ t.test('a bulk write too large to name its ids announces "everything changed"', 
   const psql = await sqlSession(t, schema)
   await addSyntheticPets(a!, 10)
   await Promise.all([a!.syncChanges(), b!.syncChanges()])
-  await a!.listInventoryJson()
+  await a!.inventory.listJson()
   const payloads: string[] = []
   await psql.query(`LISTEN "petstore ${schema.schema}"`)
   psql.on('notification', (message) => payloads.push(message.payload ?? ''))
@@ -249,8 +252,8 @@ t.test('a PATCH is announced once, by the writer after its commit; other writes 
   const payloads: string[] = []
   psql.on('notification', (message) => payloads.push(message.payload ?? ''))
   await psql.query(`LISTEN "petstore ${schema.schema}"`)
-  await a!.updateInventory(2, 9)
-  await a!.updateInventory(7, 9)
+  await a!.inventory.update(2, 9)
+  await a!.inventory.update(7, 9)
   await apiKeysRepository(a!).create({ id: 'key_n', name: 'n', plan: 'free', keyHash: 'hash-n', perMinute: null, perDay: null })
   await psql.query('SET petstore.announce = off')
   await psql.query('UPDATE inventory SET quantity = 1')
@@ -269,7 +272,7 @@ t.test('PATCHes of one event-loop turn share one statement and one announcement;
   const payloads: string[] = []
   psql.on('notification', (message) => payloads.push(message.payload ?? ''))
   await psql.query(`LISTEN "petstore ${schema.schema}"`)
-  t.same(await Promise.all([a!.updateInventory(1, 10), a!.updateInventory(2, 2), a!.updateInventory(3, 0), a!.updateInventory(42, 1)]), [
+  t.same(await Promise.all([a!.inventory.update(1, 10), a!.inventory.update(2, 2), a!.inventory.update(3, 0), a!.inventory.update(42, 1)]), [
     { petId: 1, quantity: 10, status: 'available' },
     { petId: 2, quantity: 2, status: 'pending' },
     { petId: 3, quantity: 0, status: 'sold' },
@@ -278,13 +281,13 @@ t.test('PATCHes of one event-loop turn share one statement and one announcement;
   await psql.query('SELECT 1')
   t.same(payloads, ['pet 1,2,3,42'], 'one announcement')
 
-  const outcomes = await Promise.allSettled([a!.updateInventory(1, 11), a!.updateInventory(2, -1), a!.updateInventory(1, 12), a!.updateInventory(3, 13)])
+  const outcomes = await Promise.allSettled([a!.inventory.update(1, 11), a!.inventory.update(2, -1), a!.inventory.update(1, 12), a!.inventory.update(3, 13)])
   t.same(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'], 'a write the schema refuses fails alone')
   t.same(outcomes.map((o) => o.status === 'fulfilled' ? o.value?.quantity : undefined), [11, undefined, 12, 13], 'a second write of a pet in the same turn gets its own row')
-  const list = await a!.listInventory()
+  const list = await inventoryRepository(a!).list()
   t.ok([11, 12].includes(list[0]!.quantity), `pet 1 holds one of its two writes (${list[0]!.quantity}): they were concurrent`)
   t.same(list.slice(1).map((i) => i.quantity), [2, 13], 'pet 2 unchanged, pet 3 written')
-  t.equal(await a!.listInventoryJson(), JSON.stringify(list), 'the cached list agrees')
+  t.equal(await a!.inventory.listJson(), JSON.stringify(list), 'the cached list agrees')
 })
 
 t.test('a lost listening connection: caches dropped, reads from the database until listening again, then caches resume', async (t) => {
@@ -292,7 +295,7 @@ t.test('a lost listening connection: caches dropped, reads from the database unt
   const psql = await sqlSession(t, schema)
   await addSyntheticPets(a!, 3)
   await a!.syncChanges()
-  await a!.listInventoryJson()
+  await a!.inventory.listJson()
 
   // Without its channel function the listener cannot come back until the function is restored;
   // meanwhile every write bypasses the triggers (which need the function), so none is announced.
@@ -305,9 +308,9 @@ t.test('a lost listening connection: caches dropped, reads from the database unt
   await psql.query('UPDATE inventory SET quantity = 30 WHERE pet_id = 1')
   t.equal((await listOf(a!))[0]!.quantity, 30, 'an unannounced write is read at once: nothing is cached')
   await psql.query('UPDATE inventory SET quantity = 0 WHERE pet_id = 2')
-  t.equal((await a!.getPet(2))?.status, 'sold', 'pets too')
+  t.equal((await petsRepository(a!).get(2))?.status, 'sold', 'pets too')
   await psql.query('UPDATE inventory SET quantity = 31 WHERE pet_id = 2')
-  t.equal((await a!.getPet(2))?.status, 'available')
+  t.equal((await petsRepository(a!).get(2))?.status, 'available')
 
   await psql.query('ALTER FUNCTION petstore_channel_away(text) RENAME TO petstore_channel')
   t.ok(await eventually(() => a!.listening), 'listening again by itself')
@@ -315,7 +318,7 @@ t.test('a lost listening connection: caches dropped, reads from the database unt
   t.same((await listOf(a!)).map((i) => i.quantity), [30, 31, 32], 'resynchronised: the list is read afresh')
   await psql.query('UPDATE inventory SET quantity = 33 WHERE pet_id = 3')
   t.equal((await listOf(a!))[2]!.quantity, 32, 'and cached again: an unannounced write is not seen')
-  await b!.updateInventory(3, 34)
+  await b!.inventory.update(3, 34)
   await a!.syncChanges()
   t.equal((await listOf(a!))[2]!.quantity, 34, 'an announced one is')
 })

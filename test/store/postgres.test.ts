@@ -3,6 +3,8 @@ import { migrationsDirectory, readMigrations } from '../../src/store/migrations.
 import { createPostgresStore } from '../../src/store/postgres/index.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { storeSuite } from './store-suite.js'
+import { petsRepository } from '../../src/repositories/pets.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
 
 // Each test gets its own schema with a random name in the shared `test` database, dropped after.
 storeSuite(t, 'postgres', async (t) => {
@@ -22,7 +24,7 @@ t.test('PostgreSQL: concurrent first migrations of one schema apply each version
   const shipped = (await readMigrations(migrationsDirectory('postgres'))).map((m) => m.version)
   t.same(versions.map((v) => v.version), shipped, 'one row per version')
   await stores[0]!.importCatalogue({ pets: [{ id: 1, name: 'a', photoUrls: [] }] })
-  t.equal(await stores[3]!.countPets(), 1, 'all four see the same tables')
+  t.equal(await petsRepository(stores[3]!).count(), 1, 'all four see the same tables')
 })
 
 t.test('PostgreSQL: BIGINT ids come back as exact JavaScript numbers', async (t) => {
@@ -31,7 +33,7 @@ t.test('PostgreSQL: BIGINT ids come back as exact JavaScript numbers', async (t)
   t.teardown(() => store.close())
   await store.migrate()
   await store.importCatalogue({ pets: [{ id: 9007199254740991, name: 'max', photoUrls: [] }] })
-  const [item] = await store.listInventory()
+  const [item] = await inventoryRepository(store).list()
   t.equal(item!.petId, 9007199254740991)
-  t.equal(typeof await store.countPets(), 'number', 'counts too')
+  t.equal(typeof await petsRepository(store).count(), 'number', 'counts too')
 })

@@ -8,6 +8,7 @@ import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { Store } from '../../src/store/types.js'
 import { tempDir } from '../helpers/app.js'
+import { petsRepository } from '../../src/repositories/pets.js'
 
 // The SQLite store reuses the inventory list text and key lookups while the database is
 // unchanged. These tests write through OTHER connections to the same file (as the keys CLI,
@@ -25,14 +26,14 @@ async function twoConnections (t: Test) {
   return { file, server, other }
 }
 type Item = { petId: number, quantity: number, status: string }
-const list = async (store: Store) => JSON.parse(listText(await store.listInventoryJson())) as Item[]
+const list = async (store: Store) => JSON.parse(listText(await store.inventory.listJson())) as Item[]
 
 t.test('a write committed by another connection is in the next list', async (t) => {
   const { server, other } = await twoConnections(t)
   t.same((await list(server))[0], { petId: 1, quantity: 5, status: 'available' })
-  t.equal(await server.listInventoryJson(), await server.listInventoryJson(), 'unchanged: the same version')
+  t.equal(await server.inventory.listJson(), await server.inventory.listJson(), 'unchanged: the same version')
 
-  await other.updateInventory(1, 7)
+  await other.inventory.update(1, 7)
   t.same((await list(server))[0], { petId: 1, quantity: 7, status: 'available' }, 'a PATCH through another connection')
   await other.importCatalogue({ orders: [{ id: 1, petId: 1, quantity: 7, shipDate: '2026-12-01T12:00:00.000Z', status: 'placed', complete: false }] })
   t.same((await list(server))[0], { petId: 1, quantity: 7, status: 'pending' }, 'an order imported by another connection (db:seed)')
@@ -42,25 +43,25 @@ t.test('a write committed by another connection is in the next list', async (t) 
 
 t.test('a pet read again after a write shows it: by this store, another store, or plain SQL', async (t) => {
   const { file, server, other } = await twoConnections(t)
-  t.equal((await server.getPet(1))?.status, 'available')
-  t.equal(await server.getPet(1), await server.getPet(1), 'unchanged: the same object, read once')
-  t.ok(Object.isFrozen(await server.getPet(1)), 'which no caller can change')
+  t.equal((await petsRepository(server).get(1))?.status, 'available')
+  t.equal(await petsRepository(server).get(1), await petsRepository(server).get(1), 'unchanged: the same object, read once')
+  t.ok(Object.isFrozen(await petsRepository(server).get(1)), 'which no caller can change')
 
-  await server.updateInventory(1, 0)
-  t.equal((await server.getPet(1))?.status, 'sold', 'a PATCH through this store')
-  await other.updateInventory(1, 3)
-  t.equal((await server.getPet(1))?.status, 'available', 'a PATCH through another store')
+  await server.inventory.update(1, 0)
+  t.equal((await petsRepository(server).get(1))?.status, 'sold', 'a PATCH through this store')
+  await other.inventory.update(1, 3)
+  t.equal((await petsRepository(server).get(1))?.status, 'available', 'a PATCH through another store')
   await other.importCatalogue({ pets: [{ id: 1, name: 'Renamed', photoUrls: [] }] })
-  t.equal((await server.getPet(1))?.name, 'Renamed', 'a pet re-imported by another store (db:seed)')
-  t.equal(await server.getPet(3), undefined, 'an unknown pet')
+  t.equal((await petsRepository(server).get(1))?.name, 'Renamed', 'a pet re-imported by another store (db:seed)')
+  t.equal(await petsRepository(server).get(3), undefined, 'an unknown pet')
   await addSyntheticPets(other, 1)
-  t.equal((await server.getPet(3))?.name, 'Pet 3', 'and then created by another store')
+  t.equal((await petsRepository(server).get(3))?.name, 'Pet 3', 'and then created by another store')
 
   const raw = new Database(file)
   t.teardown(() => raw.close())
   raw.prepare('UPDATE inventory SET quantity = 0 WHERE pet_id = 1').run()
   await nextTurn()
-  t.equal((await server.getPet(1))?.status, 'sold', 'plain SQL on another connection, from the next turn')
+  t.equal((await petsRepository(server).get(1))?.status, 'sold', 'plain SQL on another connection, from the next turn')
 })
 
 t.test('writes from outside the store API (plain SQL on another connection) are seen too', async (t) => {
@@ -105,7 +106,7 @@ t.test('a key lookup is answered in the same call, without a promise, and is as 
 t.test('a write through the same store is in its next list', async (t) => {
   const { server } = await twoConnections(t)
   await list(server)
-  await server.updateInventory(2, 3)
+  await server.inventory.update(2, 3)
   t.same((await list(server))[1], { petId: 2, quantity: 3, status: 'available' })
 })
 
@@ -123,11 +124,11 @@ t.test('a read that waited for this store\'s write leaves no snapshot behind for
   t.teardown(() => { client.destroy(); peer.destroy(); listener.close() })
 
   // The read waits for the PATCH's group commit (setImmediate), so it runs after the turn's I/O.
-  const [, item] = await Promise.all([server.updateInventory(1, 3), server.getPet(1)])
+  const [, item] = await Promise.all([server.inventory.update(1, 3), petsRepository(server).get(1)])
   t.equal(item?.status, 'available')
   raw.prepare('UPDATE inventory SET quantity = 0 WHERE pet_id = 1').run()
   const seen = new Promise<[string | undefined, unknown]>((resolve) => {
-    peer.once('data', () => { void Promise.all([server.getPet(1).then((pet) => pet?.status), list(server).then((items) => items[0])]).then(resolve) })
+    peer.once('data', () => { void Promise.all([petsRepository(server).get(1).then((pet) => pet?.status), list(server).then((items) => items[0])]).then(resolve) })
   })
   client.write('next request')
   const [status, entry] = await seen

@@ -26,7 +26,7 @@ async function storeWithWatcher (t: Test, pets = 3) {
 t.test('writes made in one turn are answered each with its own result, only after they are committed', async (t) => {
   const { store, quantityOf } = await storeWithWatcher(t, 50)
   const seenAtAnswer: number[] = []
-  const writes = Array.from({ length: 50 }, (_, i) => store.updateInventory(i + 1, 100 + i).then((item) => {
+  const writes = Array.from({ length: 50 }, (_, i) => store.inventory.update(i + 1, 100 + i).then((item) => {
     // Read through the other connection the moment this write is acknowledged.
     seenAtAnswer.push(quantityOf(i + 1))
     return item
@@ -39,7 +39,7 @@ t.test('writes made in one turn are answered each with its own result, only afte
 
 t.test('writes to one entry in one turn apply in call order, as one-by-one commits would', async (t) => {
   const { store, quantityOf } = await storeWithWatcher(t)
-  const items = await Promise.all([5, 0, 9].map((q) => store.updateInventory(1, q)))
+  const items = await Promise.all([5, 0, 9].map((q) => store.inventory.update(1, q)))
   t.same(items.map((i) => [i?.quantity, i?.status]), [[5, 'available'], [0, 'sold'], [9, 'available']], 'each answer reflects its own write')
   t.equal(quantityOf(1), 9, 'the last call wins')
 })
@@ -47,7 +47,7 @@ t.test('writes to one entry in one turn apply in call order, as one-by-one commi
 t.test('a write that breaks a constraint fails alone; the others in its turn commit', async (t) => {
   const { store, quantityOf } = await storeWithWatcher(t)
   const [a, bad, b, missing] = await Promise.allSettled([
-    store.updateInventory(1, 4), store.updateInventory(2, -1), store.updateInventory(3, 6), store.updateInventory(99, 1)
+    store.inventory.update(1, 4), store.inventory.update(2, -1), store.inventory.update(3, 6), store.inventory.update(99, 1)
   ])
   t.same(a, { status: 'fulfilled', value: { petId: 1, quantity: 4, status: 'available' } })
   t.equal(bad.status, 'rejected', 'the negative quantity is refused by the CHECK constraint')
@@ -63,11 +63,11 @@ t.test('a write whose failure ends the transaction fails alone: the others run a
   // none of them was answered yet, so they run again, in a transaction without the failing one.
   watcher.exec(`CREATE TRIGGER refuse_13 BEFORE UPDATE ON inventory WHEN NEW.quantity = 13
     BEGIN SELECT RAISE(ROLLBACK, 'thirteen is refused'); END`)
-  const results = await Promise.allSettled([store.updateInventory(1, 4), store.updateInventory(2, 13), store.updateInventory(3, 6)])
+  const results = await Promise.allSettled([store.inventory.update(1, 4), store.inventory.update(2, 13), store.inventory.update(3, 6)])
   t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled'])
   t.match((results[1] as PromiseRejectedResult).reason, { code: 'out_of_range', cause: { message: /thirteen is refused/ } })
   t.same([quantityOf(1), quantityOf(2), quantityOf(3)], [4, 0, 6], 'the two others are committed, each once')
-  t.same(await store.updateInventory(1, 5), { petId: 1, quantity: 5, status: 'available' }, 'the next turn commits as usual')
+  t.same(await store.inventory.update(1, 5), { petId: 1, quantity: 5, status: 'available' }, 'the next turn commits as usual')
 })
 
 t.test('close() commits the writes already accepted before it closes the file', async (t) => {
@@ -75,13 +75,13 @@ t.test('close() commits the writes already accepted before it closes the file', 
   const store = createSqliteStore(file)
   await store.migrate()
   await store.importCatalogue({ pets: [{ id: 1, name: 'Pet 1', photoUrls: [] }] })
-  const pending = store.updateInventory(1, 42)
+  const pending = store.inventory.update(1, 42)
   await store.close()
   t.same(await pending, { petId: 1, quantity: 42, status: 'available' }, 'answered')
   const reopened = new Database(file, { readonly: true })
   t.teardown(() => reopened.close())
   t.equal(reopened.prepare('SELECT quantity FROM inventory WHERE pet_id = 1').pluck().get(), 42, 'and on disk')
-  await t.rejects(store.updateInventory(1, 1), { name: 'StoreUnavailableError' }, 'a write after close is refused as unavailable')
+  await t.rejects(store.inventory.update(1, 1), { name: 'StoreUnavailableError' }, 'a write after close is refused as unavailable')
 })
 
 t.test('a read stopped by a PATCH queued for what it reads runs again, whole, once the PATCH is committed', async (t) => {
@@ -89,7 +89,7 @@ t.test('a read stopped by a PATCH queued for what it reads runs again, whole, on
   const stock = statement('test.stock', (db, arg: Arg<{ petId: number }>) => db
     .selectFrom('inventory').select('quantity').where('pet_id', '=', arg('petId')))
   let runs = 0
-  const patched = store.updateInventory(2, 8)
+  const patched = store.inventory.update(2, 8)
   // Queued in the same turn as the PATCH: its first step reads the inventory the PATCH changes.
   const read = store.read(function * () {
     runs++

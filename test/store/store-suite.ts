@@ -5,6 +5,9 @@ import type { Catalogue, Order, PetRecord, Store } from '../../src/store/types.j
 import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { Teardown } from '../helpers/app.js'
 import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { petsRepository } from '../../src/repositories/pets.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { allOrders } from '../../src/repositories/orders.js'
 
 /** A fresh, migrated, empty store of one engine, closed (and its storage removed) in teardown. */
 export type StoreFactory = (t: Teardown) => Promise<Store>
@@ -27,9 +30,9 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     await store.migrate()
     await store.migrate()
     await store.ping()
-    t.equal(await store.countPets(), 0)
-    t.same(await store.listInventory(), [])
-    t.same(await store.listOrders(), [])
+    t.equal(await petsRepository(store).count(), 0)
+    t.same(await inventoryRepository(store).list(), [])
+    t.same(await allOrders(store), [])
     t.equal(await apiKeysRepository(store).count(), 0)
   })
 
@@ -37,13 +40,13 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     const store = await factory(t)
     const { pets, inventory, orders: demoOrders } = demoCatalogue as Required<Catalogue>
     t.same(await store.importCatalogue(demoCatalogue), { pets: pets.length, inventory: inventory.length, orders: demoOrders.length })
-    t.equal(await store.countPets(), pets.length)
-    const statuses = Object.fromEntries((await store.listInventory()).map((i) => [i.petId, i.status]))
+    t.equal(await petsRepository(store).count(), pets.length)
+    const statuses = Object.fromEntries((await inventoryRepository(store).list()).map((i) => [i.petId, i.status]))
     // Pet 12 (the examples' pet): 7 in stock, order 42 reserves 2.
     t.same(statuses, { 1: 'available', 2: 'available', 3: 'pending', 4: 'available', 5: 'sold', 6: 'available', 7: 'pending', 8: 'available', 9: 'sold', 10: 'available', 12: 'available' })
     const ascending = (ids: number[]) => [...ids].sort((x, y) => x - y)
-    t.same((await store.listInventory()).map((i) => i.petId), ascending(inventory.map((i) => i.petId)))
-    const orders = await store.listOrders()
+    t.same((await inventoryRepository(store).list()).map((i) => i.petId), ascending(inventory.map((i) => i.petId)))
+    const orders = await allOrders(store)
     t.same(orders.map((o) => o.id), ascending(demoOrders.map((o) => o.id)))
     t.same(orders[0], demoCatalogue.orders![0], 'an order comes back exactly as imported (complete is a boolean, shipDate unchanged)')
     t.same(orders[1], demoCatalogue.orders![1])
@@ -55,8 +58,8 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
       pets: [pet(30), pet(2), pet(MAX_ID), pet(11)],
       orders: [order(9, 30, 1, 'placed'), order(1, 2, 1, 'delivered'), order(MAX_ID, 11, 1, 'approved')]
     })
-    t.same((await store.listInventory()).map((i) => i.petId), [2, 11, 30, MAX_ID])
-    t.same((await store.listOrders()).map((o) => o.id), [1, 9, MAX_ID])
+    t.same((await inventoryRepository(store).list()).map((i) => i.petId), [2, 11, 30, MAX_ID])
+    t.same((await allOrders(store)).map((o) => o.id), [1, 9, MAX_ID])
   })
 
   t.test('the status rule: sold at 0, pending when open orders reserve the stock, available otherwise', async (t) => {
@@ -74,30 +77,30 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
       [2, 0, 'sold'], [2, 1, 'available'], [3, 1, 'pending'], [3, 2, 'available']
     ]
     for (const [petId, quantity, status] of expectations) {
-      t.same(await store.updateInventory(petId, quantity), { petId, quantity, status }, `pet ${petId} at ${quantity}: ${status}`)
-      t.same((await store.listInventory()).find((i) => i.petId === petId), { petId, quantity, status }, 'the list agrees')
-      t.equal((await store.getPet(petId))?.status, status, 'the pet agrees')
+      t.same(await store.inventory.update(petId, quantity), { petId, quantity, status }, `pet ${petId} at ${quantity}: ${status}`)
+      t.same((await inventoryRepository(store).list()).find((i) => i.petId === petId), { petId, quantity, status }, 'the list agrees')
+      t.equal((await petsRepository(store).get(petId))?.status, status, 'the pet agrees')
     }
   })
 
   t.test('updateInventory: undefined for a pet without an entry, bounds accepted, the write persists', async (t) => {
     const store = await factory(t)
     await store.importCatalogue({ pets: [pet(1), pet(MAX_ID)] })
-    t.equal(await store.updateInventory(2, 1), undefined, 'no such pet')
-    t.same(await store.updateInventory(MAX_ID, MAX_QUANTITY), { petId: MAX_ID, quantity: MAX_QUANTITY, status: 'available' }, 'the largest id and quantity')
-    t.same(await store.updateInventory(1, 0), { petId: 1, quantity: 0, status: 'sold' })
-    t.same(await store.listInventory(), [{ petId: 1, quantity: 0, status: 'sold' }, { petId: MAX_ID, quantity: MAX_QUANTITY, status: 'available' }])
-    await t.rejects(store.updateInventory(1, -1), 'a negative quantity is refused by the schema')
-    t.equal((await store.listInventory())[0]!.quantity, 0, 'and changed nothing')
+    t.equal(await store.inventory.update(2, 1), undefined, 'no such pet')
+    t.same(await store.inventory.update(MAX_ID, MAX_QUANTITY), { petId: MAX_ID, quantity: MAX_QUANTITY, status: 'available' }, 'the largest id and quantity')
+    t.same(await store.inventory.update(1, 0), { petId: 1, quantity: 0, status: 'sold' })
+    t.same(await inventoryRepository(store).list(), [{ petId: 1, quantity: 0, status: 'sold' }, { petId: MAX_ID, quantity: MAX_QUANTITY, status: 'available' }])
+    await t.rejects(store.inventory.update(1, -1), 'a negative quantity is refused by the schema')
+    t.equal((await inventoryRepository(store).list())[0]!.quantity, 0, 'and changed nothing')
   })
 
   t.test('concurrent updates of one entry leave one of the written values', async (t) => {
     const store = await factory(t)
     await store.importCatalogue({ pets: [pet(1)], orders: [order(1, 1, 50, 'placed')] })
     const values = Array.from({ length: 100 }, (_, i) => i + 1)
-    const results = await Promise.all(values.map((q) => store.updateInventory(1, q)))
+    const results = await Promise.all(values.map((q) => store.inventory.update(1, q)))
     for (const r of results) t.equal(r?.status, r!.quantity <= 50 ? 'pending' : 'available', `each answer is consistent (${r?.quantity})`)
-    const [item] = await store.listInventory()
+    const [item] = await inventoryRepository(store).list()
     t.ok(values.includes(item!.quantity), `final quantity ${item!.quantity} is one of the written values`)
   })
 
@@ -105,11 +108,11 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     const store = await factory(t)
     const full = pet(MAX_ID, { name: 'Rex "the" \\ dog, {1}', category: { id: MAX_ID, name: 'Dogs' }, photoUrls: ['https://x.example/a.jpg', 'https://x.example/b,c.jpg'], tags: [{ id: 1, name: 'friendly' }, { id: MAX_ID, name: 'ünïcode ✓' }] })
     await store.importCatalogue({ pets: [full, pet(2)], inventory: [{ petId: MAX_ID, quantity: 3 }] })
-    t.same(await store.getPet(MAX_ID), { ...full, status: 'available' })
-    t.strictSame(await store.getPet(2), { id: 2, name: 'Pet 2', photoUrls: [], status: 'sold' }, 'no category or tags keys when absent')
-    t.same((await store.getPet(2))?.tags, undefined)
-    t.equal(await store.getPet(3), undefined)
-    t.equal(typeof (await store.getPet(MAX_ID))!.id, 'number', 'ids are numbers')
+    t.same(await petsRepository(store).get(MAX_ID), { ...full, status: 'available' })
+    t.strictSame(await petsRepository(store).get(2), { id: 2, name: 'Pet 2', photoUrls: [], status: 'sold' }, 'no category or tags keys when absent')
+    t.same((await petsRepository(store).get(2))?.tags, undefined)
+    t.equal(await petsRepository(store).get(3), undefined)
+    t.equal(typeof (await petsRepository(store).get(MAX_ID))!.id, 'number', 'ids are numbers')
   })
 
   t.test('import upserts: a second import replaces fields and keeps stock it does not mention', async (t) => {
@@ -125,10 +128,10 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
       orders: [order(1, 2, 3, 'delivered')]
     })
     t.same(counts, { pets: 1, inventory: 1, orders: 1 })
-    t.strictSame(await store.getPet(1), { id: 1, name: 'Renamed', photoUrls: ['https://x.example/p.jpg'], status: 'available' }, 'category and tags are replaced by their absence')
-    t.same(await store.listInventory(), [{ petId: 1, quantity: 5, status: 'available' }, { petId: 2, quantity: 9, status: 'available' }], 're-imported pet 1 keeps its stock')
-    t.same(await store.listOrders(), [order(1, 2, 3, 'delivered')])
-    t.equal(await store.countPets(), 2)
+    t.strictSame(await petsRepository(store).get(1), { id: 1, name: 'Renamed', photoUrls: ['https://x.example/p.jpg'], status: 'available' }, 'category and tags are replaced by their absence')
+    t.same(await inventoryRepository(store).list(), [{ petId: 1, quantity: 5, status: 'available' }, { petId: 2, quantity: 9, status: 'available' }], 're-imported pet 1 keeps its stock')
+    t.same(await allOrders(store), [order(1, 2, 3, 'delivered')])
+    t.equal(await petsRepository(store).count(), 2)
   })
 
   t.test('import: a pet without inventory gets an entry at 0; the last duplicate wins', async (t) => {
@@ -139,11 +142,11 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
       orders: [order(5, 1, 1, 'placed'), order(5, 1, 2, 'approved')]
     })
     t.same(counts, { pets: 2, inventory: 2, orders: 2 }, 'counts are of the entries given')
-    t.equal((await store.getPet(1))?.name, 'second')
-    t.same(await store.listInventory(), [{ petId: 1, quantity: 7, status: 'available' }])
-    t.same(await store.listOrders(), [order(5, 1, 2, 'approved')])
+    t.equal((await petsRepository(store).get(1))?.name, 'second')
+    t.same(await inventoryRepository(store).list(), [{ petId: 1, quantity: 7, status: 'available' }])
+    t.same(await allOrders(store), [order(5, 1, 2, 'approved')])
     await store.importCatalogue({ pets: [pet(2)] })
-    t.same((await store.listInventory())[1], { petId: 2, quantity: 0, status: 'sold' })
+    t.same((await inventoryRepository(store).list())[1], { petId: 2, quantity: 0, status: 'sold' })
   })
 
   t.test('import is one transaction: a bad entry leaves nothing behind', async (t) => {
@@ -151,34 +154,34 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     await store.importCatalogue({ pets: [pet(1)], inventory: [{ petId: 1, quantity: 3 }] })
     const bad: Catalogue = { pets: [pet(1, { name: 'changed' }), pet(2)], inventory: [{ petId: 1, quantity: 8 }], orders: [order(1, 99, 1, 'placed')] }
     await t.rejects(store.importCatalogue(bad), 'an order for an unknown pet is refused')
-    t.equal((await store.getPet(1))?.name, 'Pet 1')
-    t.equal(await store.getPet(2), undefined)
-    t.same(await store.listInventory(), [{ petId: 1, quantity: 3, status: 'available' }])
-    t.same(await store.listOrders(), [])
+    t.equal((await petsRepository(store).get(1))?.name, 'Pet 1')
+    t.equal(await petsRepository(store).get(2), undefined)
+    t.same(await inventoryRepository(store).list(), [{ petId: 1, quantity: 3, status: 'available' }])
+    t.same(await allOrders(store), [])
     await t.rejects(store.importCatalogue({ inventory: [{ petId: 42, quantity: 1 }] }), 'inventory for an unknown pet is refused')
   })
 
   t.test('synthetic pets: exactly N on an empty store, then continuing after the highest id', async (t) => {
     const store = await factory(t)
     await addSyntheticPets(store, 120)
-    t.equal(await store.countPets(), 120)
-    const items = await store.listInventory()
+    t.equal(await petsRepository(store).count(), 120)
+    const items = await inventoryRepository(store).list()
     t.equal(items.length, 120)
     t.same(items.map((i) => i.petId), Array.from({ length: 120 }, (_, i) => i + 1))
     t.ok(items.every((i) => i.quantity === i.petId % 50), 'quantity is id % 50')
-    t.strictSame(await store.getPet(7), { id: 7, name: 'Pet 7', photoUrls: [], status: 'available' })
+    t.strictSame(await petsRepository(store).get(7), { id: 7, name: 'Pet 7', photoUrls: [], status: 'available' })
     await store.importCatalogue({ pets: [pet(1000)] })
     await addSyntheticPets(store, 2)
-    t.same((await store.listInventory()).slice(-2).map((i) => i.petId), [1001, 1002])
+    t.same((await inventoryRepository(store).list()).slice(-2).map((i) => i.petId), [1001, 1002])
   })
 
   t.test('synthetic pets never pass the largest exact id, and refusing adds nothing', async (t) => {
     const store = await factory(t)
     await store.importCatalogue({ pets: [pet(Number.MAX_SAFE_INTEGER - 1)] })
     await t.rejects(addSyntheticPets(store, 2), /ids would pass 9007199254740991/)
-    t.equal(await store.countPets(), 1)
+    t.equal(await petsRepository(store).count(), 1)
     await addSyntheticPets(store, 1)
-    t.same((await store.listInventory()).map((i) => i.petId), [Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER])
+    t.same((await inventoryRepository(store).list()).map((i) => i.petId), [Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER])
   })
 
   t.test('API keys: create, look up by hash, list in creation order, revoke once', async (t) => {
@@ -210,6 +213,6 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     await store.close()
     await store.close()
     await t.rejects(store.ping(), StoreUnavailableError)
-    await t.rejects(store.listInventory(), StoreUnavailableError)
+    await t.rejects(inventoryRepository(store).list(), StoreUnavailableError)
   })
 }

@@ -75,7 +75,7 @@ export const getPetById: OperationHandler<'getPetById'> = async (request, reply)
   if (petId === 1) return reply.code(404).send(notFound)
   // @ts-expect-error getPetById declares no 201
   if (petId === 2) return reply.code(201).send(notFound)
-  const pet = await request.server.store.getPet(petId)
+  const pet = await request.server.petsRepository.get(petId)
   // @ts-expect-error the Error body sent as the 200
   if (pet === undefined) return reply.code(200).send(notFound)
   return reply.code(200).send(pet)

@@ -49,18 +49,25 @@ function timedFunction (fn: (...args: unknown[]) => unknown, self: unknown, hist
   }
 }
 
+/** Each method of `methods` timed, under the operation `prefix` + its name. */
+function timedMethods<T extends object> (methods: T, prefix: string, engine: string, histogram: Histogram<'engine' | 'operation'>): T {
+  return Object.fromEntries(Object.entries(methods).map(([name, fn]) =>
+    [name, timedFunction(fn as (...args: unknown[]) => unknown, methods, histogram, { engine, operation: `${prefix}${name}` })])) as T
+}
+
 /**
  * A proxy of the store whose methods each observe how long their promise took to settle, and so
- * do those of its caches (operation `activeKeys.get`, say).
+ * do those of its inventory paths and of its caches (operations `inventory.listJson`,
+ * `activeKeys.get`, …).
  */
 function timedStore (store: Store, histogram: Histogram<'engine' | 'operation'>): Store {
   const wrappers = new Map<PropertyKey, unknown>()
-  const timedCaches = Object.fromEntries(Object.entries(store.caches).map(([name, cache]) => [name, Object.fromEntries(
-    Object.entries(cache as unknown as Record<string, (...args: unknown[]) => unknown>).map(([method, fn]) =>
-      [method, timedFunction(fn, cache, histogram, { engine: store.engine, operation: `${name}.${method}` })]))]))
+  const inventory = timedMethods(store.inventory, 'inventory.', store.engine, histogram)
+  const caches = Object.fromEntries(Object.entries(store.caches).map(([name, cache]) => [name, timedMethods(cache as object, `${name}.`, store.engine, histogram)]))
   return new Proxy(store, {
     get (target, property) {
-      if (property === 'caches') return timedCaches
+      if (property === 'inventory') return inventory
+      if (property === 'caches') return caches
       const value: unknown = Reflect.get(target, property, target)
       if (typeof value !== 'function') return value
       let wrapper = wrappers.get(property)

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { createStore, type StoreOptions } from '../../store/create-store.js'
 import { demoCatalogue } from '../../store/demo-catalogue.js'
 import type { Store } from '../../store/types.js'
+import { petsRepository } from '../../repositories/pets.js'
 
 export interface StorageOptions {
   databaseUrl: string
@@ -22,7 +23,7 @@ async function storage (app: FastifyInstance, options: StorageOptions) {
   app.addHook('onClose', async () => { await store.close() })
 
   await store.migrate()
-  if (options.seed && await store.countPets() === 0) {
+  if (options.seed && await petsRepository(store).count() === 0) {
     const counts = await store.importCatalogue(demoCatalogue)
     app.log.info({ ...counts }, 'empty database: loaded the demo catalogue')
   }

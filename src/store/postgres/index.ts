@@ -1,14 +1,13 @@
 import type pg from 'pg'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { toInventoryItem, type InventoryRow } from '../rows.js'
-import type { ApiKeyRecord, Pet, Store } from '../types.js'
+import type { ApiKeyRecord, InventoryFastPaths, Pet, Store } from '../types.js'
 import { CachedList } from './cached-list.js'
 import { ChangeFeed, parseChange, type Change, type Changed } from './changes.js'
 import { EntryCache } from './entry-cache.js'
 import { importCatalogue } from './import.js'
 import { Invalidations } from './invalidations.js'
 import { InventoryWrites } from './inventory-writes.js'
-import { getPet, sharedMethods } from '../shared-queries.js'
 import { readOnly, runAsync, writeRules, type DataAccess } from '../work.js'
 import { postgresStepRunner } from './dialect.js'
 import { bulkTransaction, connectionFailed, openPool, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
@@ -29,7 +28,7 @@ export interface PostgresStore extends Store {
    */
   syncChanges (): Promise<void>
   /** PostgreSQL hands out the list as one string. */
-  listInventoryJson (): Promise<string>
+  readonly inventory: InventoryFastPaths<string>
 }
 
 /** A row of the batched PATCH: the entry written, or (json null) a pet whose row was held elsewhere. */
@@ -208,9 +207,30 @@ export function createPostgresStore (connectionString: string, options: Postgres
     }
   }
 
+  /** A PATCH: batched with the others of its turn (InventoryWrites); the caches follow its answer. */
+  const updateInventory = async (petId: number, quantity: number) => {
+    petChanges.beginWrite(petId)
+    let row: UpdatedInventoryRow | undefined
+    try {
+      row = await inventoryWrites.write(petId, quantity)
+    } catch (error) {
+      petChanges.endWrite(petId)
+      kinds.pets.changed([petId])
+      throw error
+    }
+    const item = row && toInventoryItem(row)
+    if (petChanges.endWrite(petId)) {
+      inventory.wrote(petId, row?.json ?? undefined)
+      if (item !== undefined) pets.update(petId, (pet) => ({ ...pet, status: item.status }))
+    } else {
+      inventory.changed([petId])
+      pets.changed([petId])
+    }
+    return item
+  }
+
   return {
     ...access,
-    ...sharedMethods(access),
 
     get listening () {
       return feed.listening
@@ -242,40 +262,23 @@ export function createPostgresStore (connectionString: string, options: Postgres
       await pool.end()
     },
 
-    listInventoryJson: () => {
-      feed.start()
-      return inventory.get()
-    },
-
-    updateInventory: async (petId, quantity) => {
-      petChanges.beginWrite(petId)
-      let row: UpdatedInventoryRow | undefined
-      try {
-        row = await inventoryWrites.write(petId, quantity)
-      } catch (error) {
-        petChanges.endWrite(petId)
-        kinds.pets.changed([petId])
-        throw error
-      }
-      const item = row && toInventoryItem(row)
-      if (petChanges.endWrite(petId)) {
-        inventory.wrote(petId, row?.json ?? undefined)
-        if (item !== undefined) pets.update(petId, (pet) => ({ ...pet, status: item.status }))
-      } else {
-        inventory.changed([petId])
-        pets.changed([petId])
-      }
-      return item
-    },
-
-    getPet: (petId) => {
-      feed.start()
-      return pets.get(petId, () => access.read(() => getPet(petId)))
+    inventory: {
+      listJson: () => {
+        feed.start()
+        return inventory.get()
+      },
+      update: (petId, quantity) => updateInventory(petId, quantity)
     },
 
     importCatalogue: (catalogue) => changingEverything(() => bulkTransaction(pool, (bulk) => importCatalogue(bulk, catalogue))),
 
     caches: {
+      pets: {
+        get: (petId, read) => {
+          feed.start()
+          return pets.get(petId, () => access.read(read))
+        }
+      },
       activeKeys: {
         get: (keyHash, read) => {
           feed.start()

@@ -2,7 +2,6 @@ import type { MaybePromise } from '../../maybe-promise.js'
 import { constraintViolationOf } from '../constraints.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { petColumns, toPetStatus } from '../rows.js'
-import { getPet, sharedMethods } from '../shared-queries.js'
 import type { TableName } from '../schema.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
 import { readOnly, runSync, STOPPED, tablesTouched, writeRules, type DataAccess, type Step } from '../work.js'
@@ -182,7 +181,6 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
 
   return {
     ...access,
-    ...sharedMethods(access),
 
     migrate: async () => {
       const migrations = await readMigrations(migrationsDirectory('sqlite'))
@@ -207,22 +205,20 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       if (db.open) db.close()
     },
 
-    listInventoryJson: () => readingAfterWrites('inventory', () => caches.list('inventory', syncList(inventoryList))),
+    inventory: {
+      listJson: () => readingAfterWrites('inventory', () => caches.list('inventory', syncList(inventoryList))),
 
-    updateInventory: (petId, quantity) => queueWrite({
-      petId,
-      apply: () => constraintsAnswered((): InventoryItem | undefined => {
-        const st = statements()
-        if (st.updateInventory.run(quantity, petId).changes === 0) return undefined
-        // Every field, or this fails to compile: the answer is built here, not from inventory-fields.ts.
-        const item: Required<InventoryItem> = { petId, quantity, status: toPetStatus(oneRow(st.inventoryStatus.get({ petId, quantity }))) }
-        return item
+      update: (petId, quantity) => queueWrite({
+        petId,
+        apply: () => constraintsAnswered((): InventoryItem | undefined => {
+          const st = statements()
+          if (st.updateInventory.run(quantity, petId).changes === 0) return undefined
+          // Every field, or this fails to compile: the answer is built here, not from inventory-fields.ts.
+          const item: Required<InventoryItem> = { petId, quantity, status: toPetStatus(oneRow(st.inventoryStatus.get({ petId, quantity }))) }
+          return item
+        })
       })
-    }),
-
-
-    getPet: (petId) => readingAfterWrites('inventory', () => caches.pet(petId, () => runSync(getPet(petId), 'sqlite', runner)),
-      (write) => write.petId === undefined || write.petId === petId),
+    },
 
     importCatalogue: (catalogue: Catalogue) => writing('inventory', (): ImportCounts => {
       const st = statements()
@@ -240,6 +236,10 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     }),
 
     caches: {
+      pets: {
+        get: (petId, read) => readingAfterWrites('inventory', () => caches.pet(petId, () => runSync(read(), 'sqlite', runner)),
+          (write) => write.petId === undefined || write.petId === petId)
+      },
       // Every /v1 request asks for its key: answered in this same call, without a promise, unless a key write waits.
       activeKeys: {
         get: (keyHash, read) => readingAfterWritesNow('keys', () => caches.activeKey(keyHash, () => runSync(read(), 'sqlite', runner))),
