@@ -4,7 +4,8 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { buildTestApp, type Teardown, type TestApp } from '../helpers/app.js'
 import { createTestSchema, POSTGRES } from '../helpers/postgres.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import type { PostgresStore } from '../../src/store/postgres/index.js'
+import { keepAliveTimers, startTcpProxy } from '../helpers/tcp-proxy.js'
 
 /**
  * PostgreSQL outages, simulated in front of the real server (which is never stopped): requests
@@ -169,6 +170,49 @@ t.test('PostgreSQL silent (partition): queries and connections time out into 503
   t.comment(`recovery after a partition: /readyz answered 200 ${recoveryMs} ms after it ended`)
   const list = (await api.request({ method: 'GET', url: '/v1/inventory', headers })).json() as Item[]
   t.equal(list[0]!.quantity, 12, 'the acknowledged write is there')
+})
+
+t.test('PostgreSQL black-holed (gone without a reset): the pool and the listening connection notice, and recover within 10 s of its return', async (t) => {
+  const schema = await createTestSchema(t)
+  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const api = await buildTestApp(t, { database: 'postgres', env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '1000' } })
+  const store = api.store as PostgresStore
+  const headers = await enterpriseHeaders(api)
+  const patch = (quantity: number) => api.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: { quantity } })
+  // Every connection of the pool in use once, so that all of them are black-holed.
+  const first = await Promise.all([11, 12, 13, 14].map(patch))
+  t.same(first.map((res) => res.statusCode), [200, 200, 200, 200])
+  await store.syncChanges()
+  t.ok(store.listening, 'listening for changes before the outage')
+  const timers = keepAliveTimers(proxy.port)
+  if (timers !== undefined) t.ok(timers.length > 0 && timers.every((s) => s <= 10), `TCP keep-alive probes within 10 s of silence (${timers.join(', ')} s)`)
+
+  proxy.blackhole()
+  const lost = performance.now()
+  const [during, ms] = await timed(() => patch(20))
+  t.equal(during.statusCode, 503, 'a write during the outage: 503')
+  t.comment(`a PATCH answered 503 ${ms} ms into the outage`)
+  while (store.listening && performance.now() - lost < 10_000) await sleep(50)
+  t.notOk(store.listening, 'the listening connection noticed the silence (nothing is cached meanwhile)')
+  t.comment(`the listening connection noticed the silence after ${Math.round(performance.now() - lost)} ms`)
+
+  proxy.restore()
+  const back = performance.now()
+  const [firstAfter, firstMs] = await timed(() => patch(30))
+  t.equal(firstAfter.statusCode, 200, 'the first write after the return is served: no connection from before the outage is used again')
+  t.comment(`the first PATCH after the return answered ${firstAfter.statusCode} in ${firstMs} ms`)
+  let ready = await api.request({ method: 'GET', url: '/readyz' })
+  while (ready.statusCode !== 200 && performance.now() - back < 10_000) {
+    await sleep(50)
+    ready = await api.request({ method: 'GET', url: '/readyz' })
+  }
+  t.equal(ready.statusCode, 200, '/readyz is ready again within 10 s of the return')
+  t.comment(`/readyz ready ${Math.round(performance.now() - back)} ms after PostgreSQL returned`)
+  while (!store.listening && performance.now() - back < 10_000) await sleep(50)
+  t.ok(store.listening, 'listening again within 10 s of the return')
+  t.comment(`listening again ${Math.round(performance.now() - back)} ms after PostgreSQL returned`)
+  const list = (await api.request({ method: 'GET', url: '/v1/inventory', headers })).json() as Item[]
+  t.equal(list[0]!.quantity, 30, 'the write after the return is there')
 })
 
 t.test('a statement kept waiting (a lock held elsewhere) is cancelled at DATABASE_TIMEOUT_MS: 503', async (t) => {

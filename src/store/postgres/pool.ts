@@ -13,6 +13,9 @@ export interface PostgresStoreOptions {
 /** Bulk work (migrations, imports) may legitimately take longer than a request. */
 const BULK_TIMEOUT_MS = 10 * 60_000
 
+/** Idle time after which TCP probes a connection, so a server gone without a reset is found without traffic too. */
+export const KEEPALIVE_DELAY_MS = 10_000
+
 // Ids are capped at 2^53-1 by openapi.yaml, so BIGINT values are exact as JavaScript numbers.
 const typeParsers: pg.CustomTypesConfig = {
   getTypeParser: (oid, format) => oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)
@@ -30,6 +33,7 @@ export function openPool (connectionString: string, options: PostgresStoreOption
     query_timeout: timeoutMs + 1000,
     idle_in_transaction_session_timeout: BULK_TIMEOUT_MS,
     keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     idleTimeoutMillis: 30_000,
     application_name: 'petstore',
     types: typeParsers,
@@ -39,7 +43,40 @@ export function openPool (connectionString: string, options: PostgresStoreOption
   // An idle connection that breaks (server restart, network cut) is removed from the pool and
   // reported here; without a listener the process would crash. Requests report their own errors.
   pool.on('error', () => {})
+  closeIdleAfterSilence(pool)
   return pool
+}
+
+/** pg's error for a statement left without an answer for query_timeout, as it is or translated. */
+const isReadTimeout = (error: unknown): boolean =>
+  error instanceof Error && (error.message === 'Query read timeout' || isReadTimeout(error.cause))
+
+/**
+ * A statement that got no answer within query_timeout (pg then destroys its connection) means
+ * the server, or the way to it, went silent: the connections idle in the pool were opened the
+ * same way, and each would cost a request a time-out of its own once the server is back (a
+ * firewall that forgot them drops their packets for good). They are closed with it, and the pool
+ * opens fresh ones when asked.
+ */
+function closeIdleAfterSilence (pool: pg.Pool): void {
+  const idle = new Set<pg.PoolClient>()
+  pool.on('acquire', (client) => { idle.delete(client) })
+  pool.on('remove', (client) => { idle.delete(client as pg.PoolClient) })
+  pool.on('release', (error: unknown, client) => {
+    if (error === undefined || error === null) {
+      idle.add(client)
+      return
+    }
+    if (!isReadTimeout(error)) return
+    const silent = new Error('closed: another connection to the server went silent')
+    for (const other of idle) {
+      // The pool drops an idle connection that reports an error there and then (a socket closed
+      // instead would stay in its idle list until the close event, and could be handed out).
+      other.emit('error', silent)
+      other.connection.stream.destroy()
+    }
+    idle.clear()
+  })
 }
 
 /**
@@ -85,7 +122,7 @@ export type Run = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string
  * listen for its errors: a connection lost then would otherwise be an uncaught 'error' event
  * (the statement under way fails on its own). `release` gives it back.
  */
-async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, release: (discard: boolean) => void }> {
+async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, release: (failure?: unknown) => void }> {
   let client: pg.PoolClient
   try {
     client = await pool.connect()
@@ -96,9 +133,10 @@ async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, releas
   client.on('error', ignore)
   return {
     client,
-    release: (discard) => {
+    // A failure discards the connection; pg-pool's release event carries it (closeIdleAfterSilence).
+    release: (failure) => {
       client.removeListener('error', ignore)
-      client.release(discard)
+      client.release(failure === undefined ? undefined : failure instanceof Error ? failure : true)
     }
   }
 }
@@ -111,15 +149,15 @@ async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, releas
  */
 async function onConnection<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const { client, release } = await checkOut(pool)
-  let discard = false
+  let failure: unknown
   try {
     return await work(client)
   } catch (error) {
-    if (connectionFailed(error)) discard = true
-    await client.query('ROLLBACK').catch(() => { discard = true })
+    if (connectionFailed(error)) failure = error
+    await client.query('ROLLBACK').catch((rollbackError: unknown) => { failure ??= rollbackError })
     throw error
   } finally {
-    release(discard)
+    release(failure)
   }
 }
 
@@ -166,7 +204,7 @@ export async function writeAndAnnounce<R extends pg.QueryResultRow> (pool: pg.Po
   }
   const [written, announced] = await Promise.allSettled(queries)
   const failure = written.status === 'rejected' ? written.reason : announced.status === 'rejected' ? announced.reason : undefined
-  release(failure !== undefined && connectionFailed(translate(failure)))
+  release(failure !== undefined && connectionFailed(translate(failure)) ? failure : undefined)
   if (written.status === 'rejected') throw translate(written.reason)
   if (announced.status === 'rejected') pool.query(announcement).catch(() => {})
   return written.value.rows
