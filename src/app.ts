@@ -14,6 +14,7 @@ import { serializerCompiler, validatorCompiler } from './contract/validation.js'
 import { loggerOptions, requestLogger } from './logger.js'
 import conditionalRequests from './plugins/app/conditional-requests.js'
 import corsPreflights from './plugins/app/cors-preflights.js'
+import dependencies from './plugins/app/dependencies.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
 import metrics from './plugins/app/metrics.js'
@@ -43,7 +44,7 @@ export interface AppOptions {
   now?: () => number
   /** How often expired Idempotency-Key records are removed (tests shorten it). */
   idempotencySweepMs?: number | undefined
-  /** Monotonic milliseconds (performance.now by default); /readyz's reuse of a result reads it. */
+  /** Monotonic milliseconds (performance.now by default); /readyz's reuse of a result reads it (app.dependencies). */
   monotonicNow?: () => number
 }
 
@@ -130,11 +131,12 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
     seed: config.seed,
     store: options.store
   })
+  await fastify.register(dependencies, { clock: options.monotonicNow })
   await fastify.register(repositories, { now, sweepIntervalMs: options.idempotencySweepMs })
   await fastify.register(keyGuard, { now, maxWaitMs: config.databaseTimeoutMs })
   await fastify.register(rateLimitPolicy, { plans: document.plans, banAfter: config.rateLimitBanAfter, now })
 
-  await fastify.register(health, { clock: options.monotonicNow })
+  await fastify.register(health)
   await fastify.register(openapiDocument, { served })
   await fastify.register(v1, { prefix: '/v1', document, handlers, publicBaseUrl: config.publicBaseUrl, now })
 }

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { buildTestApp, type Teardown, type TestApp } from '../helpers/app.js'
+import { logCapture } from '../helpers/log-capture.js'
 import { createTestSchema, POSTGRES } from '../helpers/postgres.js'
 import type { PostgresStore } from '../../src/store/postgres/index.js'
 import { keepAliveTimers, startTcpProxy } from '../helpers/tcp-proxy.js'
@@ -74,6 +75,37 @@ t.test('PostgreSQL unreachable (connections refused): 503 at once, then the same
   const list = (await api.request({ method: 'GET', url: '/v1/inventory', headers })).json() as Item[]
   t.same(list.slice(0, 2).map((i) => i.quantity), [11, 22], 'the writes acknowledged before the outage are there; the refused one is not')
   t.same((await patch(1, 44)).json(), { petId: 1, quantity: 44, status: 'available' }, 'writes work again')
+})
+
+t.test('an outage is logged once when storage goes down and once when it is back, and each failure counted: no stack per 503', async (t) => {
+  const schema = await createTestSchema(t)
+  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const capture = logCapture()
+  const api = await buildTestApp(t, {
+    database: 'postgres',
+    env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '1000', METRICS_PORT: '0' },
+    logger: { level: 'info', stream: capture.stream }
+  })
+  const headers = await enterpriseHeaders(api)
+  const failures = async () => {
+    const metric = await api.app.metrics!.registry.getSingleMetric('dependency_failures_total')?.get()
+    return metric?.values.find((value) => value.labels.dependency === 'storage')?.value ?? 0
+  }
+  t.equal((await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: { quantity: 5 } })).statusCode, 200)
+
+  proxy.cut()
+  const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => api.request({ method: 'PATCH', url: `/v1/inventory/${1 + (i % 5)}`, headers, payload: { quantity: i } })))
+  t.ok(answers.every((res) => res.statusCode === 503), '20 writes during the outage: 503')
+  t.equal(await failures(), 20, 'dependency_failures_total{dependency="storage"} counts each')
+  proxy.restore()
+  const back = (line: Record<string, unknown>) => /^storage available again/.test(String(line.msg))
+  for (let waited = 0; waited < 5000 && !capture.lines.some(back); waited += 50) await sleep(50)
+
+  const about = capture.lines.filter((line) => /storage/.test(String(line.msg)))
+  t.same(about.map((line) => String(line.msg).split(':')[0]), ['storage unavailable', 'storage available again'], 'one line down, one line back up')
+  t.equal(about[0]!.level, 50, 'down is an error')
+  t.equal(capture.texts.filter((text) => text.includes('"stack"')).length, 0, 'no stack logged for the 503s')
+  t.ok(capture.lines.filter((line) => line.msg === 'request completed' && (line.res as { statusCode?: number } | undefined)?.statusCode === 503).length === 20, 'each 503 still has its request line')
 })
 
 t.test('writes streaming through an outage: every acknowledged write is kept', async (t) => {
