@@ -11,7 +11,7 @@ import { InventoryWrites } from './inventory-writes.js'
 import { getPet, sharedMethods } from '../shared-queries.js'
 import { readOnly, runAsync, writeRules, type DataAccess } from '../work.js'
 import { postgresStepRunner } from './dialect.js'
-import { bulkTransaction, connectionFailed, openPool, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
+import { bulkTransaction, connectionFailed, openPool, ping, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
 
 /** First key of the advisory lock that serialises migrations; the second is the schema's name. */
@@ -233,7 +233,7 @@ export function createPostgresStore (connectionString: string, options: Postgres
       })
     }),
 
-    ping: async () => { await query(pool, 'SELECT 1') },
+    ping: () => ping(pool),
 
     close: async () => {
       if (closed) return

@@ -2,6 +2,7 @@ import pg from 'pg'
 import { ConstraintViolation, StoreUnavailableError } from '../../contract/errors.js'
 import { constraintViolationOf } from '../constraints.js'
 import { ForeignDatabaseError } from '../migrations.js'
+import { WriteFaults } from '../write-faults.js'
 
 export interface PostgresStoreOptions {
   /** Most connections this store opens (DATABASE_POOL_MAX). */
@@ -114,6 +115,36 @@ export function fromDatabase<T> (sent: Promise<T>): Promise<T> {
 /** A failure of the connection itself (refused, reset, timed out), not one the server reported. */
 export const connectionFailed = (error: unknown) => error instanceof StoreUnavailableError && !(error.cause instanceof pg.DatabaseError)
 
+/**
+ * SQLSTATEs of a write the server refuses for storage reasons, which readiness reports until
+ * writes pass: disk full (53100), an I/O error (58030), a read-only server (25006).
+ */
+const writeFaultCodes = new Set(['53100', '58030', '25006'])
+
+/** The storage fault writes met, per pool (see WriteFaults). */
+const faults = new WeakMap<pg.Pool, WriteFaults>()
+const faultsOf = (pool: pg.Pool): WriteFaults => {
+  let kept = faults.get(pool)
+  if (kept === undefined) faults.set(pool, kept = new WriteFaults())
+  return kept
+}
+
+/** `error` as it is, once a storage fault it reports (the server's error, or the one translate wrapped) is kept for readiness. */
+function noteFault (pool: pg.Pool, error: unknown): unknown {
+  const server = error instanceof pg.DatabaseError ? error : (error as { cause?: unknown } | null)?.cause
+  if (server instanceof pg.DatabaseError && writeFaultCodes.has(server.code ?? '')) faultsOf(pool).met(server.code!)
+  return error
+}
+
+/** A write that changes nothing (one row of this service's migration record), for readiness while a storage fault is kept. */
+const PROBE_WRITE = 'UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT min(version) FROM schema_migrations)'
+
+/** The server answers, and writes pass (a probe write decides while a storage fault is kept). */
+export async function ping (pool: pg.Pool): Promise<void> {
+  await query(pool, 'SELECT 1')
+  await faultsOf(pool).check(() => query(pool, PROBE_WRITE))
+}
+
 /** A query on the connection of the transaction at hand. */
 export type Run = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>
 
@@ -155,7 +186,7 @@ async function onConnection<T> (pool: pg.Pool, work: (client: pg.PoolClient) => 
   } catch (error) {
     if (connectionFailed(error)) failure = error
     await client.query('ROLLBACK').catch((rollbackError: unknown) => { failure ??= rollbackError })
-    throw error
+    throw noteFault(pool, error)
   } finally {
     release(failure)
   }
@@ -182,7 +213,7 @@ export async function query<R extends pg.QueryResultRow> (pool: pg.Pool, text: s
   try {
     return (await pool.query<R>(name === undefined ? { text, values } : { name, text, values })).rows
   } catch (error) {
-    throw translate(error)
+    throw noteFault(pool, translate(error))
   }
 }
 
@@ -205,7 +236,7 @@ export async function writeAndAnnounce<R extends pg.QueryResultRow> (pool: pg.Po
   const [written, announced] = await Promise.allSettled(queries)
   const failure = written.status === 'rejected' ? written.reason : announced.status === 'rejected' ? announced.reason : undefined
   release(failure !== undefined && connectionFailed(translate(failure)) ? failure : undefined)
-  if (written.status === 'rejected') throw translate(written.reason)
+  if (written.status === 'rejected') throw noteFault(pool, translate(written.reason))
   if (announced.status === 'rejected') pool.query(announcement).catch(() => {})
   return written.value.rows
 }
