@@ -11,7 +11,7 @@ import { isNotImplemented } from './contract/not-implemented.js'
 import type { HandlerMap } from './contract/operation-types.js'
 import { checkHandlers } from './contract/operations.js'
 import { serializerCompiler, validatorCompiler } from './contract/validation.js'
-import { loggerOptions, requestLogger } from './logger.js'
+import { holdsKeyMaterial, loggerOptions, requestLogger } from './logger.js'
 import conditionalRequests from './plugins/app/conditional-requests.js'
 import corsPreflights from './plugins/app/cors-preflights.js'
 import dependencies from './plugins/app/dependencies.js'
@@ -57,11 +57,12 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     childLoggerFactory: requestLogger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
-    // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
+    // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services; one
+    // that holds an API key is not (it would be in every line of the request, and echoed).
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      return typeof given === 'string' && REQUEST_ID.test(given) && !holdsKeyMaterial(given) ? given : randomUUID()
     },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',

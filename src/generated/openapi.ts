@@ -906,7 +906,7 @@ export interface components {
         PetId: number;
         /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
         IfNoneMatch: string;
-        /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+        /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
         RequestId: string;
     };
     requestBodies: never;
@@ -944,7 +944,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -981,7 +981,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
@@ -1027,7 +1027,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1084,7 +1084,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1142,7 +1142,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description A key of your own making that makes a retry safe (the rules are in the operation's description): 1 to 255 visible ASCII characters, no spaces, unique per order, such as a UUID. Sent again with the same body within 24 hours, it gets the first answer again instead of placing another order. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -1198,7 +1198,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1252,7 +1252,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
@@ -1291,7 +1291,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
