@@ -129,9 +129,11 @@ export interface paths {
          *     - The same key with another body: `422 idempotency_key_reused`.
          *     - The same key while the first request is still being answered:
          *       `409 idempotency_key_in_use`; retry a moment later.
-         *     - Kept are the answers of placing the order: `201`, `404` and `409 insufficient_stock`.
-         *       A request refused before it is processed (`400`, `401`, `413`, `415`, `429`) or
-         *       answered with a `5xx` is not kept: a retry with the same key runs again.
+         *     - Kept are the answers of placing the order: `201`, `404` and `409 insufficient_stock`,
+         *       in the order's own transaction. A request refused before it is processed (`400`, `401`,
+         *       `413`, `415`, `429`) or that failed before its transaction committed is not kept: a
+         *       retry with the same key runs again. One answered `5xx` after its order was committed
+         *       (the answer lost, not the order) is kept: the retry gets its `201`.
          *
          *     **Beta**: the request and its rules may still change before this operation becomes stable.
          */
@@ -699,7 +701,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The storage is unreachable (or, for a request with a key, too many keys are being checked at once); retry after `Retry-After` seconds */
+        /** @description The storage is unreachable (or, for a request with a key, too many keys are being checked at once); retry after `Retry-After` seconds. A write may have been applied all the same (the answer lost, not the change): retry only what is safe to repeat (*Errors*) */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];

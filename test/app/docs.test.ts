@@ -134,6 +134,13 @@ t.test('/openapi.yaml: a string that a YAML reader could take for another type i
   t.same(parseYaml(body), served, 'so does the yaml package')
 })
 
+t.test('the served document says that a 5xx may have been applied, and which retries are safe', async (t) => {
+  const api = await buildTestApp(t)
+  const doc = (await api.request({ method: 'GET', url: '/openapi.json' })).json() as { info: { description: string }, components: { responses: Record<string, { description: string }> } }
+  t.match(doc.info.description, /A `5xx` does not mean the request was not applied[^]*`Idempotency-Key`/, 'the introduction (Errors)')
+  t.match(doc.components.responses.ServiceUnavailable!.description, /may have been applied/, 'every 503 of /v1')
+})
+
 t.test('documentForServing: the marks of any operation, and the table without a marker', async (t) => {
   const spec = {
     openapi: '3.0.3',

@@ -14,6 +14,11 @@ export interface TcpProxy {
    * new connections are accepted and go silent the same way.
    */
   blackhole (): void
+  /**
+   * The next bytes a client sends that contain `marker` reach the server, and from then on nothing
+   * comes back on that connection: the network fails just after a request was sent.
+   */
+  silenceAnswersAfter (marker: string): void
   /** Ends the outage for connections opened from now on (those black-holed stay silent). */
   restore (): void
 }
@@ -27,6 +32,7 @@ export async function startTcpProxy (t: Teardown, targetPort: number, targetHost
   const links = new Set<[Socket, Socket]>()
   let state: 'up' | 'cut' | 'blackhole' = 'up'
   let connections = 0
+  let answersSilencedAfter: string | undefined
 
   // Reads and drops everything; an end from the other side is left unanswered, as by a dead host.
   const silence = (socket: Socket) => {
@@ -51,6 +57,13 @@ export async function startTcpProxy (t: Teardown, targetPort: number, targetHost
     upstream.on('end', () => client.end())
     client.pipe(upstream, { end: false })
     upstream.pipe(client, { end: false })
+    client.on('data', (chunk: Buffer) => {
+      if (answersSilencedAfter === undefined || !chunk.includes(answersSilencedAfter)) return
+      answersSilencedAfter = undefined
+      upstream.unpipe(client)
+      upstream.removeAllListeners('close').removeAllListeners('error').removeAllListeners('end')
+      silence(upstream)
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => {
@@ -74,7 +87,8 @@ export async function startTcpProxy (t: Teardown, targetPort: number, targetHost
       }
       links.clear()
     },
-    restore: () => { state = 'up' }
+    silenceAnswersAfter: (marker) => { answersSilencedAfter = marker },
+    restore: () => { state = 'up'; answersSilencedAfter = undefined }
   }
 }
 

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { buildTestApp, type Teardown, type TestApp } from '../helpers/app.js'
+import { expectError } from '../helpers/assertions.js'
 import { logCapture } from '../helpers/log-capture.js'
 import { createTestSchema, POSTGRES } from '../helpers/postgres.js'
 import type { PostgresStore } from '../../src/store/postgres/index.js'
@@ -245,6 +246,27 @@ t.test('PostgreSQL black-holed (gone without a reset): the pool and the listenin
   t.comment(`listening again ${Math.round(performance.now() - back)} ms after PostgreSQL returned`)
   const list = (await api.request({ method: 'GET', url: '/v1/inventory', headers })).json() as Item[]
   t.equal(list[0]!.quantity, 30, 'the write after the return is there')
+})
+
+t.test('a placeOrder answered 503 after its commit reached the server: the retry with its Idempotency-Key gets the order, placed once', async (t) => {
+  const schema = await createTestSchema(t)
+  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const api = await buildTestApp(t, { database: 'postgres', env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '500' } })
+  const headers = { ...await enterpriseHeaders(api), 'idempotency-key': 'order-answer-lost' }
+  const place = () => api.request({ method: 'POST', url: '/v1/store/orders', headers, payload: { petId: 1, quantity: 1 } })
+  const orders = async () => (await api.store.listOrders()).length
+  const before = await orders()
+
+  proxy.silenceAnswersAfter('COMMIT')
+  const lost = await place()
+  expectError(t, lost, 503, 'service_unavailable', 'the answer to the COMMIT never came')
+  proxy.restore()
+  t.equal(await orders(), before + 1, 'yet the order was placed: a 503 is not "not done"')
+
+  const retry = await place()
+  t.equal(retry.statusCode, 201, 'the retry with the same Idempotency-Key gets the 201')
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.equal(await orders(), before + 1, 'and places nothing more')
 })
 
 t.test('a statement kept waiting (a lock held elsewhere) is cancelled at DATABASE_TIMEOUT_MS: 503', async (t) => {
