@@ -100,8 +100,10 @@ export function keepAliveTimers (proxyPort: number): number[] | undefined {
   const listed = spawnSync('ss', ['-tnoH', 'state', 'established', `( dport = :${proxyPort} )`], { encoding: 'utf8' })
   if (listed.status !== 0) return undefined
   return listed.stdout.split('\n').filter((line) => line.trim() !== '').map((line) => {
-    const timer = /timer:\(keepalive,(?:(\d+)min)?(?:([\d.]+)sec)?(?:([\d.]+)ms)?/.exec(line)
-    if (timer === null) return Number.POSITIVE_INFINITY
-    return Number(timer[1] ?? 0) * 60 + Number(timer[2] ?? 0) + Number(timer[3] ?? 0) / 1000
+    const timer = /timer:\(keepalive,([^,)]+)/.exec(line)?.[1]
+    if (timer === undefined) return Number.POSITIVE_INFINITY
+    // 1min29sec, 44sec, 840ms; iproute2 6.1 writes 1 to 10 s as 9.828ms.
+    return [...timer.matchAll(/([\d.]+)(min|sec|ms|s)/g)].reduce((seconds, [, value = '0', unit]) => seconds +
+      Number(value) * (unit === 'min' ? 60 : unit === 'ms' && !value.includes('.') ? 0.001 : 1), 0)
   })
 }

@@ -218,7 +218,8 @@ t.test('PostgreSQL black-holed (gone without a reset): the pool and the listenin
   await store.syncChanges()
   t.ok(store.listening, 'listening for changes before the outage')
   const timers = keepAliveTimers(proxy.port)
-  if (timers !== undefined) t.ok(timers.length > 0 && timers.every((s) => s <= 10), `TCP keep-alive probes within 10 s of silence (${timers.join(', ')} s)`)
+  t.ok(timers !== undefined && timers.length > 0 && timers.every((s) => s <= 10), `TCP keep-alive probes within 10 s of silence (${timers?.join(', ')} s)`,
+    { skip: timers === undefined && 'ss (iproute2) is missing: the keep-alive timers cannot be read' })
 
   proxy.blackhole()
   const lost = performance.now()

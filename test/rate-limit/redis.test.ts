@@ -132,7 +132,8 @@ t.test('Redis black-holed (gone without a reset): noticed, served without waitin
   const auth = bearer(await api.createKey('free'))
   t.equal(limitHeaders(await listInventory(api, auth)).remaining, 59, 'counted before the outage')
   const timers = keepAliveTimers(proxy.port)
-  if (timers !== undefined) t.ok(timers.length > 0 && timers.every((s) => s <= 10), `TCP keep-alive probes within 10 s of silence (${timers.join(', ')} s)`)
+  t.ok(timers !== undefined && timers.length > 0 && timers.every((s) => s <= 10), `TCP keep-alive probes within 10 s of silence (${timers?.join(', ')} s)`,
+    { skip: timers === undefined && 'ss (iproute2) is missing: the keep-alive timers cannot be read' })
   const opened = proxy.connections
 
   proxy.blackhole()
