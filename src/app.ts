@@ -11,9 +11,10 @@ import { isNotImplemented } from './contract/not-implemented.js'
 import type { HandlerMap } from './contract/operation-types.js'
 import { checkHandlers } from './contract/operations.js'
 import { serializerCompiler, validatorCompiler } from './contract/validation.js'
-import { loggerOptions, requestLogger } from './logger.js'
+import { holdsKeyMaterial, loggerOptions, requestLogger } from './logger.js'
 import conditionalRequests from './plugins/app/conditional-requests.js'
 import corsPreflights from './plugins/app/cors-preflights.js'
+import dependencies from './plugins/app/dependencies.js'
 import errorHandling, { answerClientError, answerFrameworkError } from './plugins/app/error-handling.js'
 import httpProtocol from './plugins/app/http-protocol.js'
 import metrics from './plugins/app/metrics.js'
@@ -43,7 +44,7 @@ export interface AppOptions {
   now?: () => number
   /** How often expired Idempotency-Key records are removed (tests shorten it). */
   idempotencySweepMs?: number | undefined
-  /** Monotonic milliseconds (performance.now by default); /readyz's reuse of a result reads it. */
+  /** Monotonic milliseconds (performance.now by default); /readyz's reuse of a result reads it (app.dependencies). */
   monotonicNow?: () => number
 }
 
@@ -56,11 +57,12 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     childLoggerFactory: requestLogger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
-    // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services.
+    // A caller's X-Request-Id is kept when it is sane, so logs can be joined across services; one
+    // that holds an API key is not (it would be in every line of the request, and echoed).
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      return typeof given === 'string' && REQUEST_ID.test(given) && !holdsKeyMaterial(given) ? given : randomUUID()
     },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -130,11 +132,12 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
     seed: config.seed,
     store: options.store
   })
+  await fastify.register(dependencies, { clock: options.monotonicNow })
   await fastify.register(repositories, { now, sweepIntervalMs: options.idempotencySweepMs })
   await fastify.register(keyGuard, { now, maxWaitMs: config.databaseTimeoutMs })
   await fastify.register(rateLimitPolicy, { plans: document.plans, banAfter: config.rateLimitBanAfter, now })
 
-  await fastify.register(health, { clock: options.monotonicNow })
+  await fastify.register(health)
   await fastify.register(openapiDocument, { served })
   await fastify.register(v1, { prefix: '/v1', document, handlers, publicBaseUrl: config.publicBaseUrl, now })
 }

@@ -81,7 +81,7 @@ const schema = {
     REDIS_KEY_PREFIX: { type: 'string', minLength: 1, maxLength: 200, default: 'petstore:ratelimit:' },
     REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 500 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
-    PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$' },
+    PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^/]+(/.*[^/])?$', format: 'public-base-url' },
     SEED: { type: 'string', enum: ['true', 'false'], default: 'true' },
     RATE_LIMIT_BAN_AFTER: { type: 'integer', minimum: 1, maximum: 1000000, default: 10 },
     RATE_LIMIT_BAN_SECONDS: { type: 'integer', minimum: 1, maximum: 31536000, default: 900 },
@@ -99,8 +99,8 @@ const schema = {
 const variables = Object.keys(schema.properties)
 const integerVariables = Object.entries(schema.properties).filter(([, property]) => property.type === 'integer').map(([name]) => name)
 
-/** Variables holding an address that may carry a password: their values are echoed only masked. */
-const urlVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL'])
+/** Variables holding an address (or, CORS_ORIGINS, a list of them) that may carry credentials: echoed only masked. */
+const urlVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLIC_BASE_URL', 'CORS_ORIGINS'])
 
 /** proxy-addr's names for address ranges, which Fastify's trustProxy accepts in its list. */
 const proxyRangeNames = ['loopback', 'linklocal', 'uniquelocal']
@@ -144,6 +144,15 @@ function isRedisUrl (text: string): boolean {
   return url !== undefined && url.hostname !== '' && /^(\/(\d{1,5})?)?$/.test(url.pathname)
 }
 
+/** User info (`user:password@`) before the host of an address. */
+const hasUserInfo = (text: string) => /^[a-z][a-z\d+.-]*:\/\/[^/?#]*@/i.test(text)
+
+/**
+ * An address that parses and carries no user info: the document's servers, the docs page and the
+ * Link headers give it to every client, so a credential in it would be published.
+ */
+const isPublicBaseUrl = (text: string) => parsedUrl(text) !== undefined && !hasUserInfo(text)
+
 const isTrustProxy = (text: string) =>
   text === 'true' || text === 'false' || text.split(',').every((entry) => isProxyEntry(entry.trim()))
 
@@ -167,7 +176,7 @@ const ajv = new Ajv({
   removeAdditional: true,
   useDefaults: true,
   coerceTypes: true,
-  formats: { 'trust-proxy': isTrustProxy, 'cors-origins': isCorsOrigins, 'database-url': isDatabaseUrl, 'redis-url': isRedisUrl }
+  formats: { 'trust-proxy': isTrustProxy, 'cors-origins': isCorsOrigins, 'database-url': isDatabaseUrl, 'redis-url': isRedisUrl, 'public-base-url': isPublicBaseUrl }
 })
 
 /** What a valid value looks like, where ajv's own words ("must match pattern …") would not say. */
@@ -180,7 +189,9 @@ const describe: Record<string, (value: string) => string> = {
   REDIS_URL: (value) => /^rediss?:\/\/.+/.test(value)
     ? 'must be an address that parses: redis://[[user]:password@]host[:port][/db] (a numeric port and database index; percent-encode special characters)'
     : 'must be redis://… or rediss://…',
-  PUBLIC_BASE_URL: () => 'must be an http(s) address without a trailing slash',
+  PUBLIC_BASE_URL: (value) => hasUserInfo(value)
+    ? 'must not carry user info (user:password@): clients and the docs page are given this address'
+    : 'must be an http(s) address without a trailing slash',
   TRUST_PROXY: (value) => /^\d+$/.test(value.trim())
     ? 'is a hop count, which is not accepted (a count cannot check who the proxy is): list the proxies\' addresses or CIDRs instead, e.g. TRUST_PROXY=10.0.0.0/8'
     : `must be true, false, or a comma-separated list of the proxies' addresses, CIDRs or ${proxyRangeNames.join(', ')}`,
@@ -188,22 +199,46 @@ const describe: Record<string, (value: string) => string> = {
     const entries = corsOriginList(value)
     const bad = entries.find((entry) => !isOrigin(entry))
     return 'must be * or a comma-separated list of origins such as https://app.example.com, written as browsers send them ' +
-      `(scheme, host and any non-default port; no path, no trailing slash)${entries.length > 1 && bad !== undefined ? `: ${JSON.stringify(bad)} is not one` : ''}`
+      `(scheme, host and any non-default port; no path, no trailing slash)${entries.length > 1 && bad !== undefined ? `: ${JSON.stringify(maskPassword(bad))} is not one` : ''}`
   }
 }
 
 /**
- * The text with any password replaced by ***: the one in the user-info part of an address
- * (`postgres://user:***@host/db`) and password parameters (`?password=***`). Works on text that
- * is not a valid URL too, since it is used for values that were refused.
+ * The address with its credentials replaced by ***: the password of the user info
+ * (`postgres://user:***@host/db`), user info without a colon except PostgreSQL's (where it is
+ * the user name; Redis reads it as the password, other services as a token), and password
+ * parameters (`?password=***`). Works on text that is not a valid URL too, since it is used for
+ * values that were refused.
  */
 export function maskPassword (text: string): string {
   const scheme = text.indexOf('://')
-  const colon = text.indexOf(':', scheme === -1 ? 0 : scheme + 3)
+  const start = scheme === -1 ? 0 : scheme + 3
   // The user info ends at the last @ (as URL parsers read it): a password may contain an @.
   const at = text.lastIndexOf('@')
-  const masked = colon !== -1 && colon < at ? `${text.slice(0, colon + 1)}***${text.slice(at)}` : text
+  let masked = text
+  if (at >= start) {
+    const userInfo = text.slice(start, at)
+    const colon = userInfo.indexOf(':')
+    const shown = colon !== -1 ? `${userInfo.slice(0, colon + 1)}***` : /^postgres(ql)?:/i.test(text) ? userInfo : '***'
+    masked = `${text.slice(0, start)}${shown}${text.slice(at)}`
+  }
   return masked.replace(/([?&][^=&#]*password=)[^&#]*/gi, '$1***')
+}
+
+/** A comma-separated list of addresses (CORS_ORIGINS), each masked. */
+const maskList = (text: string) => text.split(',').map(maskPassword).join(',')
+
+/**
+ * Every address with user info in a text (a log line, a driver's message) masked as maskPassword
+ * does; the user info ends at its first @ here, since the text goes on after the address.
+ */
+export function maskCredentials (text: string): string {
+  if (!text.includes('@')) return text
+  return text.replace(/\b([a-z][a-z\d+.-]*:\/\/)([^\s/?#@"'\\]+)@/gi, (_match, scheme: string, userInfo: string) => {
+    const colon = userInfo.indexOf(':')
+    const shown = colon !== -1 ? `${userInfo.slice(0, colon + 1)}***` : /^postgres(ql)?:/i.test(scheme) ? userInfo : '***'
+    return `${scheme}${shown}@`
+  })
 }
 
 function explain (error: ErrorObject | undefined, env: Record<string, string>): string {
@@ -212,7 +247,8 @@ function explain (error: ErrorObject | undefined, env: Record<string, string>): 
   const value = env[name] ?? ''
   const allowed = error?.keyword === 'enum' ? `: ${(error.params as { allowedValues: string[] }).allowedValues.join(', ')}` : ''
   const reason = describe[name]?.(value) ?? `${error?.message ?? 'is invalid'}${allowed}`
-  const shown = urlVariables.has(name) && !value.startsWith('sqlite:') ? maskPassword(value) : value
+  const mask = name === 'CORS_ORIGINS' ? maskList : maskPassword
+  const shown = urlVariables.has(name) && !value.startsWith('sqlite:') ? mask(value) : value
   return `Invalid configuration: ${name} ${reason} (got ${JSON.stringify(shown)})`
 }
 

@@ -4,27 +4,47 @@ import type { FastifyBaseLogger, FastifyLoggerOptions, FastifyRequest } from 'fa
 import type { Bindings, ChildLoggerOptions, FastifyChildLoggerFactory } from 'fastify/types/logger.js'
 import type { Logger, LoggerOptions as PinoOptions } from 'pino'
 import pretty from 'pino-pretty'
-import type { Config } from './config.js'
+import { type Config, maskCredentials } from './config.js'
 import { requestAddress } from './rate-limit/client-address.js'
 
-export type LoggerOptions = FastifyLoggerOptions & Pick<PinoOptions, 'redact' | 'formatters'>
+export type LoggerOptions = FastifyLoggerOptions & Pick<PinoOptions, 'redact' | 'hooks'>
 
 const REDACTED = '[redacted]'
-// API keys (psk_…), and whatever follows Bearer or a credential-named query parameter.
-const KEY_MATERIAL = /psk_[\w-]+|(\bbearer\s+)[^\s,;"']+|(\b(?:access_token|api_?key|token|key)=)[^&#\s]*/gi
+// API keys (psk_…, also percent-encoded, as in a query string: psk%5F…), and whatever follows
+// Bearer or a credential-named query parameter. Written to run on JSON text too: a match never
+// takes a quote or a backslash.
+const KEY_MATERIAL = /((?:p|%70)(?:s|%73)(?:k|%6b)(?:_|%5f))(?:[\w-]|%[0-9a-f]{2})+|(\bbearer\s+)[^\s,;"'\\]+|(\b(?:access(?:_|%5f)token|api(?:_|%5f)?key|token|key)=)[^&#\s"\\]*/gi
 
-/** The text with anything that could be an API key replaced. */
-export function maskKeys (text: string): string {
-  return text.replace(KEY_MATERIAL, (_match, bearer?: string, parameter?: string) =>
-    bearer !== undefined ? bearer + REDACTED : parameter !== undefined ? parameter + REDACTED : `psk_${REDACTED}`)
+/** The text with anything that could be an API key replaced; `keep` (the demo key of the start-up line) is left. */
+export function maskKeys (text: string, keep?: string): string {
+  return text.replace(KEY_MATERIAL, (match, prefix?: string, bearer?: string, parameter?: string) =>
+    match === keep ? match : `${prefix ?? bearer ?? parameter ?? ''}${REDACTED}`)
+}
+
+/** Whether the text holds something maskKeys would replace (a request id that does is not used as one). */
+export const holdsKeyMaterial = (text: string): boolean => maskKeys(text) !== text
+
+/** The one field that may hold a key: the demo key, printed once at a first start (src/server.ts). */
+const DEMO_KEY = /"demoApiKey":"(psk_[\w-]+)"/
+
+/** Where KEY_MATERIAL could match at all; most lines hold none of these, and skip it (0.6 µs a line). */
+const MAYBE_KEY = /ps|%|=|bearer/i
+
+/**
+ * A line as written, with every API key and every credential in an address masked, wherever it
+ * is: a header of any name, the URL, a message, an error. Run on the JSON text, so no field can
+ * be missed, however deep.
+ */
+function maskLine (line: string): string {
+  return maskCredentials(MAYBE_KEY.test(line) ? maskKeys(line, DEMO_KEY.exec(line)?.[1]) : line)
 }
 
 const credentialHeaders = ['authorization', 'proxy-authorization', 'cookie', 'x-api-key']
 
 /**
- * No API key reaches the log. Headers that carry credentials are censored wherever a header set
- * is logged; URLs (a key sent as a query parameter, or pasted into the path) and the text fields
- * of every line are masked. `demoApiKey` is exempt: the server prints the demo key once, on
+ * No API key or credential reaches the log. Headers that carry credentials are censored whole
+ * wherever a header set is logged (Basic credentials hide a key in base64); every line is then
+ * masked as written (maskLine). `demoApiKey` is exempt: the server prints the demo key once, on
  * purpose (src/server.ts).
  */
 const secretsKept = {
@@ -34,15 +54,15 @@ const secretsKept = {
     censor: REDACTED
   },
   serializers: {
-    // Fastify's own request fields, with the URL masked, and the address the rate limits use
-    // (never an X-Forwarded-For value that is not an IP address).
+    // Fastify's own request fields, and the address the rate limits use (never an
+    // X-Forwarded-For value that is not an IP address).
     req: (request: FastifyRequest) => {
       const version = request.headers['accept-version']
       const remoteAddress = requestAddress(request)
       const remotePort = request.socket?.remotePort
       return {
         method: request.method,
-        url: maskKeys(request.url),
+        url: request.url,
         ...(typeof version === 'string' ? { version } : {}),
         host: request.host,
         ...(remoteAddress === undefined ? {} : { remoteAddress }),
@@ -50,19 +70,9 @@ const secretsKept = {
       }
     }
   },
-  formatters: {
-    // A copy, when something is masked: the caller's object is left as it was.
-    log: (fields: Record<string, unknown>) => {
-      let masked: Record<string, unknown> | undefined
-      for (const [name, value] of Object.entries(fields)) {
-        if (typeof value !== 'string' || name === 'demoApiKey') continue
-        const text = maskKeys(value)
-        if (text !== value) (masked ??= { ...fields })[name] = text
-      }
-      return masked ?? fields
-    }
-  }
-} satisfies Pick<LoggerOptions, 'redact' | 'serializers' | 'formatters'>
+  // pino's hook for the line as written, before any stream (the pretty-printer included).
+  hooks: { streamWrite: maskLine }
+} satisfies Pick<LoggerOptions, 'redact' | 'serializers' | 'hooks'>
 
 /**
  * Standard output for a person's terminal, written synchronously. Once the terminal has gone

@@ -129,9 +129,11 @@ export interface paths {
          *     - The same key with another body: `422 idempotency_key_reused`.
          *     - The same key while the first request is still being answered:
          *       `409 idempotency_key_in_use`; retry a moment later.
-         *     - Kept are the answers of placing the order: `201`, `404` and `409 insufficient_stock`.
-         *       A request refused before it is processed (`400`, `401`, `413`, `415`, `429`) or
-         *       answered with a `5xx` is not kept: a retry with the same key runs again.
+         *     - Kept are the answers of placing the order: `201`, `404` and `409 insufficient_stock`,
+         *       in the order's own transaction. A request refused before it is processed (`400`, `401`,
+         *       `413`, `415`, `429`) or that failed before its transaction committed is not kept: a
+         *       retry with the same key runs again. One answered `5xx` after its order was committed
+         *       (the answer lost, not the order) is kept: the retry gets its `201`.
          *
          *     **Beta**: the request and its rules may still change before this operation becomes stable.
          */
@@ -699,7 +701,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The storage is unreachable (or, for a request with a key, too many keys are being checked at once); retry after `Retry-After` seconds */
+        /** @description The storage is unreachable (or, for a request with a key, too many keys are being checked at once); retry after `Retry-After` seconds. A write may have been applied all the same (the answer lost, not the change): retry only what is safe to repeat (*Errors*) */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -906,7 +908,7 @@ export interface components {
         PetId: number;
         /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
         IfNoneMatch: string;
-        /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+        /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
         RequestId: string;
     };
     requestBodies: never;
@@ -944,7 +946,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -981,7 +983,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
@@ -1027,7 +1029,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1084,7 +1086,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1142,7 +1144,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description A key of your own making that makes a retry safe (the rules are in the operation's description): 1 to 255 visible ASCII characters, no spaces, unique per order, such as a UUID. Sent again with the same body within 24 hours, it gets the first answer again instead of placing another order. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -1198,7 +1200,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
                 /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1252,7 +1254,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
@@ -1291,7 +1293,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-`; any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
                 "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {

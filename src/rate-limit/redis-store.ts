@@ -45,10 +45,21 @@ export interface RedisStoreOptions {
 /** Grace kept after a window ends before Redis drops its counter. */
 const EXPIRY_GRACE_MS = 60_000
 
+/** Idle time after which TCP probes the connection, so a host gone without a reset is found even without traffic. */
+const KEEPALIVE_DELAY_MS = 10_000
+
+/** What the first connection came to: ready, not (yet) reached, or refused (the reason, naming REDIS_URL's part). */
+export type FirstConnection = { state: 'ready' | 'unreachable' } | { state: 'refused', reason: string }
+
 /** Counters and bans in Redis: shared by every instance, and kept when an instance restarts. */
 export class RedisRateLimitStore implements RateLimitStore {
   readonly redis: Redis & RateLimitCommands
   private readonly prefix: string
+  /**
+   * Set while the server refuses the database REDIS_URL names (its SELECT failed): ioredis would
+   * still go on, in database 0, so nothing is counted until a connection selects it.
+   */
+  private refusal: Error | undefined
 
   constructor (options: RedisStoreOptions) {
     this.prefix = options.keyPrefix
@@ -60,31 +71,48 @@ export class RedisRateLimitStore implements RateLimitStore {
       // A counting command cut off mid-flight is not sent again: it may have counted already.
       autoResendUnfulfilledCommands: false,
       commandTimeout: options.commandTimeoutMs,
+      // A peer that goes silent without closing the connection (a host gone without a reset, a
+      // firewall that forgot it): once a command has waited this long without a byte back, the
+      // connection is destroyed and another one opened. Until one is ready, requests are served
+      // at once (fail open) rather than each waiting out its command time-out.
+      socketTimeout: Math.max(1000, options.commandTimeoutMs * 2),
+      keepAlive: KEEPALIVE_DELAY_MS,
       connectTimeout: Math.max(1000, options.commandTimeoutMs * 5),
       // Keep reconnecting for as long as it takes, at most a second apart.
       retryStrategy: (attempt) => Math.min(attempt * 100, 1000)
     })
-    redis.on('error', (error: Error) => options.onConnectionError?.(error))
+    redis.on('connect', () => { this.refusal = undefined })
+    redis.on('error', (error: Error & { command?: { name?: string } }) => {
+      if (error.command?.name === 'select') {
+        this.refusal = new Error(`Redis refused database ${redis.options.db ?? 0} (${error.message})`)
+        // Tried again on a new connection (a server restarted with fewer databases may come back).
+        redis.disconnect(true)
+      }
+      options.onConnectionError?.(error)
+    })
     redis.defineCommand('rateLimitHit', { numberOfKeys: 2, lua: HIT })
     this.redis = redis as Redis & RateLimitCommands
   }
 
-  /** Waits until the first connection is ready, for at most `timeoutMs`; false when it is not. */
-  async connected (timeoutMs: number): Promise<boolean> {
-    if (this.redis.status === 'ready') return true
-    return new Promise((resolve) => {
-      const done = (ready: boolean) => {
+  /** Waits until the first connection is ready, for at most `timeoutMs`, and says how it went. */
+  async connected (timeoutMs: number): Promise<FirstConnection> {
+    const ready = this.redis.status === 'ready' || await new Promise<boolean>((resolve) => {
+      const done = (answer: boolean) => {
         clearTimeout(timer)
         this.redis.off('ready', onReady)
-        resolve(ready)
+        resolve(answer)
       }
       const onReady = () => done(true)
       const timer = setTimeout(() => done(false), timeoutMs)
       this.redis.on('ready', onReady)
     })
+    // The database's SELECT is answered before 'ready', so its refusal is known here.
+    if (this.refusal !== undefined) return { state: 'refused', reason: this.refusal.message }
+    return { state: ready ? 'ready' : 'unreachable' }
   }
 
   async hit (client: string, lengthMs: number, now: number, rule: BanRule): Promise<HitResult> {
+    if (this.refusal !== undefined) throw this.refusal
     const window = windowAt(now, lengthMs)
     const counterKey = `${this.prefix}${client}:${lengthMs}:${window.index}`
     // Lua numbers cannot hold Infinity: "never ban" travels as -1.
@@ -95,6 +123,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async ping (): Promise<void> {
+    if (this.refusal !== undefined) throw this.refusal
     await this.redis.ping()
   }
 

@@ -146,7 +146,12 @@ t.test('a refused address is echoed without its password', async (t) => {
     ['DATABASE_URL', 'mysql://admin:s3cret@pw@db.example/petstore', '"mysql://admin:***@db.example/petstore"'],
     ['DATABASE_URL', 'mysql://db.example/petstore?user=admin&password=s3cret-pw', '"mysql://db.example/petstore?user=admin&password=***"'],
     ['REDIS_URL', 'http://:s3cret-pw@cache.example:6379', '"http://:***@cache.example:6379"'],
-    ['PUBLIC_BASE_URL', 'https://admin:s3cret-pw@api.example/', '"https://admin:***@api.example/"']
+    ['PUBLIC_BASE_URL', 'https://admin:s3cret-pw@api.example/', '"https://admin:***@api.example/"'],
+    ['REDIS_URL', 'redis://s3cret-pw@:6379', '"redis://***@:6379"'],
+    ['CORS_ORIGINS', 'https://admin:s3cret-pw@app.example', '"https://admin:***@app.example"'],
+    ['CORS_ORIGINS', 'https://app.example,https://s3cret-pw@other.example', '"https://app.example,https://***@other.example"'],
+    ['PUBLIC_BASE_URL', 'https://admin:s3cret-pw@api.example', '"https://admin:***@api.example"'],
+    ['PUBLIC_BASE_URL', 'https://s3cret-pw@api.example', '"https://***@api.example"']
   ]
   for (const [name, value, shown] of cases) {
     try {
@@ -160,8 +165,18 @@ t.test('a refused address is echoed without its password', async (t) => {
     }
   }
   t.equal(maskPassword('postgres://user:secret@host/db'), 'postgres://user:***@host/db', 'README.md (Configuration) example')
-  t.equal(maskPassword('https://user@api.example:8443/x'), 'https://user@api.example:8443/x', 'a user without a password and a port are left alone')
+  t.equal(maskPassword('postgres://app@db.example:5432/petstore'), 'postgres://app@db.example:5432/petstore', 'a PostgreSQL user without a password and a port are left alone')
+  t.equal(maskPassword('redis://s3cret@cache.example:6379'), 'redis://***@cache.example:6379', 'Redis reads user info without a colon as the password')
+  t.equal(maskPassword('https://t0ken@api.example:8443/x'), 'https://***@api.example:8443/x', 'so may other services (a token as the user)')
   t.equal(maskPassword('redis://cache.example:6379/2'), 'redis://cache.example:6379/2', 'nothing to mask')
+})
+
+t.test('PUBLIC_BASE_URL with user info is refused: the document and the docs page publish it', async (t) => {
+  t.throws(() => loadConfig({ PUBLIC_BASE_URL: 'https://u:hunter2@api.example.com' }), {
+    name: 'ConfigError',
+    message: 'Invalid configuration: PUBLIC_BASE_URL must not carry user info (user:password@): clients and the docs page are given this address (got "https://u:***@api.example.com")'
+  })
+  t.equal(loadConfig({ PUBLIC_BASE_URL: 'https://api.example.com' }).publicBaseUrl, 'https://api.example.com', 'an address without user info is taken')
 })
 
 t.test('TRUST_PROXY: true, false, or the proxies\' addresses as Fastify\'s trustProxy takes them', async (t) => {
@@ -236,6 +251,8 @@ t.test('the server refuses to start on a bad value: non-zero exit, one line nami
     ['REDIS_URL', { REDIS_URL: 'redis://u:s3cret-pw@127.0.0.1:notaport' }],
     ['REDIS_URL', { REDIS_URL: 'redis://127.0.0.1:6379/abc' }],
     ['DATABASE_URL', { DATABASE_URL: 'postgres://u:s3cret-pw@127.0.0.1:notaport/test' }],
+    ['PUBLIC_BASE_URL', { PUBLIC_BASE_URL: 'https://u:s3cret-pw@api.example.com' }],
+    ['CORS_ORIGINS', { CORS_ORIGINS: 'https://u:s3cret-pw@app.example.com' }],
     ['PORT', { PORT: '0x10' }],
     ['PORT', { PORT: '1e3' }]
   ]

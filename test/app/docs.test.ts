@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs'
+import Fastify from 'fastify'
 import t from 'tap'
+import { load as loadWithJsYaml } from 'js-yaml'
 import { parse as parseYaml } from 'yaml'
 import { type ApiDocument, documentForServing, PLANS_MARKER } from '../../src/contract/document.js'
 import { openapiPath } from '../../src/contract/paths.js'
+import openapiDocument from '../../src/routes/openapi-document.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { expectError } from '../helpers/assertions.js'
 
@@ -89,7 +92,9 @@ t.test('/openapi.json and /openapi.yaml serve the document with the three server
     t.equal(yamlRes.statusCode, 200)
     t.match(yamlRes.headers['content-type'], /yaml/)
     const doc = jsonRes.json() as typeof fileSpec
-    t.same(parseYaml(yamlRes.body), doc, 'the YAML and the JSON are the same document')
+    t.same(parseYaml(yamlRes.body), doc, 'the YAML and the JSON are the same document (the yaml package)')
+    // js-yaml's default schema reads an unquoted timestamp as a Date: x-sunset, the shipDate examples.
+    t.same(loadWithJsYaml(yamlRes.body), doc, 'and the same with js-yaml: strings that look like dates stay strings')
 
     t.same(doc.servers[0], { ...servedFirst, url: `${base}/v1` }, `the first (default) server is this instance as a plain address, ${base}/v1`)
     t.ok(doc.servers.some((s) => /production/i.test(s.description ?? '') && s.url.endsWith('/v1') && s.url.startsWith('https://')), 'a production server ending in /v1')
@@ -115,6 +120,25 @@ t.test('/openapi.json and /openapi.yaml serve the document with the three server
     expected.paths['/pets/{petId}']!.get!.summary = `Find a pet by id · deprecated, sunset ${fileSpec.paths['/pets/{petId}']!.get!['x-sunset']!.slice(0, 10)}`
     t.same(doc, expected, 'the served document is openapi.yaml with the instance\'s address, the plans table and the summary marks')
   }
+})
+
+t.test('/openapi.yaml: a string that a YAML reader could take for another type is written so that both readers get the string', async (t) => {
+  const strings = ['2027-06-30T00:00:00Z', '2027-06-30', '2001-12-14 21:59:43.10 -5', 'yes', 'No', 'on', 'OFF', 'y', 'null', '~', 'true',
+    '42', '-1.5', '.inf', '.NaN', '0x1F', '0o17', '0b101', '012', '1_000', '1:20', '1e3', '<<', '']
+  const served = { openapi: '3.0.3', info: { title: 'strings', version: '1', 'x-strings': strings, x: Object.fromEntries(strings.map((v) => [v, v])) }, paths: {} }
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(openapiDocument, { served })
+  const body = (await app.inject({ method: 'GET', url: '/openapi.yaml' })).body
+  t.same(loadWithJsYaml(body), served, 'js-yaml reads every string back, as values and as keys')
+  t.same(parseYaml(body), served, 'so does the yaml package')
+})
+
+t.test('the served document says that a 5xx may have been applied, and which retries are safe', async (t) => {
+  const api = await buildTestApp(t)
+  const doc = (await api.request({ method: 'GET', url: '/openapi.json' })).json() as { info: { description: string }, components: { responses: Record<string, { description: string }> } }
+  t.match(doc.info.description, /A `5xx` does not mean the request was not applied[^]*`Idempotency-Key`/, 'the introduction (Errors)')
+  t.match(doc.components.responses.ServiceUnavailable!.description, /may have been applied/, 'every 503 of /v1')
 })
 
 t.test('documentForServing: the marks of any operation, and the table without a marker', async (t) => {

@@ -54,7 +54,7 @@ async function metricsApp (t: Test, env: Record<string, string> = {}): Promise<M
 /** How much each series moved between two scrapes (absent before: from 0). */
 const moved = (before: Samples, after: Samples, key: string) => (after.get(key) ?? 0) - (before.get(key) ?? 0)
 
-t.test('the metrics listener serves Prometheus text with the four metrics and the default ones', async (t) => {
+t.test('the metrics listener serves Prometheus text with the service\'s metrics and the default ones', async (t) => {
   const api = await metricsApp(t)
   t.not(new URL(api.metricsUrl).port, new URL(api.apiUrl).port, 'a listener of its own')
   const res = await fetch(api.metricsUrl)
@@ -65,6 +65,7 @@ t.test('the metrics listener serves Prometheus text with the four metrics and th
     ['http_server_request_duration_seconds', 'histogram'],
     ['rate_limit_decisions_total', 'counter'],
     ['auth_failures_total', 'counter'],
+    ['dependency_failures_total', 'counter'],
     ['store_operation_duration_seconds', 'histogram'],
     ['process_cpu_user_seconds_total', 'counter'],
     ['process_resident_memory_bytes', 'gauge'],
@@ -166,12 +167,14 @@ t.test('a failed rate-limit store is counted as failed_open; a failed key lookup
   let after = await api.scrape()
   t.equal(moved(before, after, series('rate_limit_decisions_total', { outcome: 'failed_open' })), 1, 'one failed_open decision')
   t.equal(moved(before, after, series('rate_limit_decisions_total', { outcome: 'allowed' })), 0, 'not counted as allowed')
+  t.equal(moved(before, after, series('dependency_failures_total', { dependency: 'rate-limit-store' })), 1, 'one failure of the rate-limit store')
 
   before = after
   await api.store.close()
   t.equal((await api.request({ method: 'GET', url: '/v1/inventory', headers })).statusCode, 503)
   after = await api.scrape()
   t.equal(moved(before, after, series('auth_failures_total', { reason: 'storage_unavailable' })), 1, 'the key could not be looked up: storage_unavailable')
+  t.equal(moved(before, after, series('dependency_failures_total', { dependency: 'storage' })), 1, 'one failure of the storage')
   t.equal(moved(before, after, series('http_server_request_duration_seconds_count', { method: 'GET', operation: 'listInventory', status: '503' })), 1)
 })
 

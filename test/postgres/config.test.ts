@@ -1,4 +1,8 @@
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
+import { projectRoot } from '../../src/contract/paths.js'
 import { loadConfig } from '../../src/config.js'
 import { ensureDemoKey } from '../../src/startup.js'
 import { createStore } from '../../src/store/create-store.js'
@@ -50,4 +54,20 @@ t.test('the demo key is created on the embedded SQLite database only, never on P
   t.equal(server.demoKey, undefined, 'the start-up line carries no demo key')
   t.same(await adminQuery(`SELECT COUNT(*)::int AS n FROM ${fresh.schema}.api_keys`), [{ n: 0 }], 'the server created no key')
   t.equal(await server.stop(), 0, 'the server stops cleanly')
+})
+
+t.test('the DATABASE_URL examples of docs/operations.md start without a warning from the driver', async (t) => {
+  const text = readFileSync(join(projectRoot, 'docs', 'operations.md'), 'utf8')
+  const examples = [...text.matchAll(/DATABASE_URL=(postgres(?:ql)?:\/\/[\w.:@%/?=&-]+)/g)].map((match) => match[1]!).filter((url) => url.includes('/', 13))
+  t.ok(examples.some((url) => url.includes('sslmode=')), 'the docs show TLS settings')
+  // What the pool does with the address when it opens a connection, in a process of its own: pg
+  // warns once per process, on stderr.
+  const parse = (url: string) => spawnSync(process.execPath, ['--input-type=module', '-e',
+    `import pg from 'pg'; new pg.Client({ connectionString: ${JSON.stringify(url)} })`], { cwd: projectRoot, encoding: 'utf8' })
+  for (const url of examples) {
+    const { status, stderr } = parse(url)
+    t.equal(status, 0)
+    t.equal(stderr, '', `${url.replace(/:[^:@/]+@/, ':***@')}: nothing on stderr`)
+  }
+  t.match(parse('postgres://db.example/petstore?sslmode=require').stderr, /SECURITY WARNING/, 'as sslmode=require would print')
 })

@@ -3,9 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { buildTestApp, type Teardown, type TestApp } from '../helpers/app.js'
+import { expectError } from '../helpers/assertions.js'
+import { logCapture } from '../helpers/log-capture.js'
 import { createTestSchema, POSTGRES } from '../helpers/postgres.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { allOrders } from '../../src/repositories/orders.js'
+import type { PostgresStore } from '../../src/store/postgres/index.js'
+import { keepAliveTimers, startTcpProxy } from '../helpers/tcp-proxy.js'
 
 /**
  * PostgreSQL outages, simulated in front of the real server (which is never stopped): requests
@@ -74,6 +78,37 @@ t.test('PostgreSQL unreachable (connections refused): 503 at once, then the same
   const list = (await api.request({ method: 'GET', url: '/v1/inventory', headers })).json() as Item[]
   t.same(list.slice(0, 2).map((i) => i.quantity), [11, 22], 'the writes acknowledged before the outage are there; the refused one is not')
   t.same((await patch(1, 44)).json(), { petId: 1, quantity: 44, status: 'available' }, 'writes work again')
+})
+
+t.test('an outage is logged once when storage goes down and once when it is back, and each failure counted: no stack per 503', async (t) => {
+  const schema = await createTestSchema(t)
+  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const capture = logCapture()
+  const api = await buildTestApp(t, {
+    database: 'postgres',
+    env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '1000', METRICS_PORT: '0' },
+    logger: { level: 'info', stream: capture.stream }
+  })
+  const headers = await enterpriseHeaders(api)
+  const failures = async () => {
+    const metric = await api.app.metrics!.registry.getSingleMetric('dependency_failures_total')?.get()
+    return metric?.values.find((value) => value.labels.dependency === 'storage')?.value ?? 0
+  }
+  t.equal((await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: { quantity: 5 } })).statusCode, 200)
+
+  proxy.cut()
+  const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => api.request({ method: 'PATCH', url: `/v1/inventory/${1 + (i % 5)}`, headers, payload: { quantity: i } })))
+  t.ok(answers.every((res) => res.statusCode === 503), '20 writes during the outage: 503')
+  t.equal(await failures(), 20, 'dependency_failures_total{dependency="storage"} counts each')
+  proxy.restore()
+  const back = (line: Record<string, unknown>) => /^storage available again/.test(String(line.msg))
+  for (let waited = 0; waited < 5000 && !capture.lines.some(back); waited += 50) await sleep(50)
+
+  const about = capture.lines.filter((line) => /storage/.test(String(line.msg)))
+  t.same(about.map((line) => String(line.msg).split(':')[0]), ['storage unavailable', 'storage available again'], 'one line down, one line back up')
+  t.equal(about[0]!.level, 50, 'down is an error')
+  t.equal(capture.texts.filter((text) => text.includes('"stack"')).length, 0, 'no stack logged for the 503s')
+  t.ok(capture.lines.filter((line) => line.msg === 'request completed' && (line.res as { statusCode?: number } | undefined)?.statusCode === 503).length === 20, 'each 503 still has its request line')
 })
 
 t.test('writes streaming through an outage: every acknowledged write is kept', async (t) => {
@@ -170,6 +205,71 @@ t.test('PostgreSQL silent (partition): queries and connections time out into 503
   t.comment(`recovery after a partition: /readyz answered 200 ${recoveryMs} ms after it ended`)
   const list = (await api.request({ method: 'GET', url: '/v1/inventory', headers })).json() as Item[]
   t.equal(list[0]!.quantity, 12, 'the acknowledged write is there')
+})
+
+t.test('PostgreSQL black-holed (gone without a reset): the pool and the listening connection notice, and recover within 10 s of its return', async (t) => {
+  const schema = await createTestSchema(t)
+  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const api = await buildTestApp(t, { database: 'postgres', env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '1000' } })
+  const store = api.store as PostgresStore
+  const headers = await enterpriseHeaders(api)
+  const patch = (quantity: number) => api.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: { quantity } })
+  // Every connection of the pool in use once, so that all of them are black-holed.
+  const first = await Promise.all([11, 12, 13, 14].map(patch))
+  t.same(first.map((res) => res.statusCode), [200, 200, 200, 200])
+  await store.syncChanges()
+  t.ok(store.listening, 'listening for changes before the outage')
+  const timers = keepAliveTimers(proxy.port)
+  t.ok(timers !== undefined && timers.length > 0 && timers.every((s) => s <= 10), `TCP keep-alive probes within 10 s of silence (${timers?.join(', ')} s)`,
+    { skip: timers === undefined && 'ss (iproute2) is missing: the keep-alive timers cannot be read' })
+
+  proxy.blackhole()
+  const lost = performance.now()
+  const [during, ms] = await timed(() => patch(20))
+  t.equal(during.statusCode, 503, 'a write during the outage: 503')
+  t.comment(`a PATCH answered 503 ${ms} ms into the outage`)
+  while (store.listening && performance.now() - lost < 10_000) await sleep(50)
+  t.notOk(store.listening, 'the listening connection noticed the silence (nothing is cached meanwhile)')
+  t.comment(`the listening connection noticed the silence after ${Math.round(performance.now() - lost)} ms`)
+
+  proxy.restore()
+  const back = performance.now()
+  const [firstAfter, firstMs] = await timed(() => patch(30))
+  t.equal(firstAfter.statusCode, 200, 'the first write after the return is served: no connection from before the outage is used again')
+  t.comment(`the first PATCH after the return answered ${firstAfter.statusCode} in ${firstMs} ms`)
+  let ready = await api.request({ method: 'GET', url: '/readyz' })
+  while (ready.statusCode !== 200 && performance.now() - back < 10_000) {
+    await sleep(50)
+    ready = await api.request({ method: 'GET', url: '/readyz' })
+  }
+  t.equal(ready.statusCode, 200, '/readyz is ready again within 10 s of the return')
+  t.comment(`/readyz ready ${Math.round(performance.now() - back)} ms after PostgreSQL returned`)
+  while (!store.listening && performance.now() - back < 10_000) await sleep(50)
+  t.ok(store.listening, 'listening again within 10 s of the return')
+  t.comment(`listening again ${Math.round(performance.now() - back)} ms after PostgreSQL returned`)
+  const list = (await api.request({ method: 'GET', url: '/v1/inventory', headers })).json() as Item[]
+  t.equal(list[0]!.quantity, 30, 'the write after the return is there')
+})
+
+t.test('a placeOrder answered 503 after its commit reached the server: the retry with its Idempotency-Key gets the order, placed once', async (t) => {
+  const schema = await createTestSchema(t)
+  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const api = await buildTestApp(t, { database: 'postgres', env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '500' } })
+  const headers = { ...await enterpriseHeaders(api), 'idempotency-key': 'order-answer-lost' }
+  const place = () => api.request({ method: 'POST', url: '/v1/store/orders', headers, payload: { petId: 1, quantity: 1 } })
+  const orders = async () => (await allOrders(api.store)).length
+  const before = await orders()
+
+  proxy.silenceAnswersAfter('COMMIT')
+  const lost = await place()
+  expectError(t, lost, 503, 'service_unavailable', 'the answer to the COMMIT never came')
+  proxy.restore()
+  t.equal(await orders(), before + 1, 'yet the order was placed: a 503 is not "not done"')
+
+  const retry = await place()
+  t.equal(retry.statusCode, 201, 'the retry with the same Idempotency-Key gets the 201')
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.equal(await orders(), before + 1, 'and places nothing more')
 })
 
 t.test('a statement kept waiting (a lock held elsewhere) is cancelled at DATABASE_TIMEOUT_MS: 503', async (t) => {

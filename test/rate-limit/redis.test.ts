@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { expectError } from '../helpers/assertions.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { keepAliveTimers, startTcpProxy } from '../helpers/tcp-proxy.js'
 import {
   bearer, limitedApp, limitHeaders, listInventory, minuteEnd, pause, REDIS_PORT, REDIS_SKIP, redisAvailable, redisPrefix, seconds,
   sharedDatabaseFile, START, testClock
@@ -114,6 +114,64 @@ t.test('Redis unreachable: served without limits, one warning per outage, /ready
   await listInventory(api, auth)
   t.equal(outageWarnings(lines).length, 2, 'a second outage warns again, once')
   proxy.restore()
+})
+
+/** Runs `request`, resolving with its answer and how long it took in ms. */
+async function timed<T> (request: () => Promise<T>): Promise<[T, number]> {
+  const start = performance.now()
+  const result = await request()
+  return [result, performance.now() - start]
+}
+
+t.test('Redis black-holed (gone without a reset): noticed, served without waiting for it, counting back within 10 s of its return', { skip: !redisUp && REDIS_SKIP }, async (t) => {
+  const proxy = await startTcpProxy(t, REDIS_PORT)
+  const { lines, logger } = logCollector()
+  // A command time-out far above a request's own time here, so that waiting for Redis shows.
+  const commandTimeoutMs = 1000
+  const api = await limitedApp(t, 'redis', { clock: testClock(), logger, env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: String(commandTimeoutMs) } })
+  const auth = bearer(await api.createKey('free'))
+  t.equal(limitHeaders(await listInventory(api, auth)).remaining, 59, 'counted before the outage')
+  const timers = keepAliveTimers(proxy.port)
+  t.ok(timers !== undefined && timers.length > 0 && timers.every((s) => s <= 10), `TCP keep-alive probes within 10 s of silence (${timers?.join(', ')} s)`,
+    { skip: timers === undefined && 'ss (iproute2) is missing: the keep-alive timers cannot be read' })
+  const opened = proxy.connections
+
+  proxy.blackhole()
+  const lost = performance.now()
+  const during: number[] = []
+  while (proxy.connections === opened && performance.now() - lost < 10_000) {
+    const [res, ms] = await timed(() => listInventory(api, auth))
+    if (res.statusCode !== 200) t.fail(`answered ${res.statusCode} during the outage`)
+    during.push(ms)
+    await pause(50)
+  }
+  const noticedMs = Math.round(performance.now() - lost)
+  t.ok(proxy.connections > opened, 'the client gave its silent connection up and opened another')
+  t.comment(`noticed ${noticedMs} ms after Redis went silent (${during.length} requests meanwhile, the slowest ${Math.round(Math.max(...during))} ms)`)
+  const [afterNotice, ms] = await timed(() => listInventory(api, auth))
+  t.equal(afterNotice.statusCode, 200, 'served (fail open)')
+  t.equal(limitHeaders(afterNotice).remaining, 60, 'uncounted: the whole allowance')
+  t.ok(ms < commandTimeoutMs, `once noticed, a request does not wait for the command time-out (${Math.round(ms)} ms)`)
+  expectError(t, await api.request({ method: 'GET', url: '/readyz' }), 503, 'service_unavailable')
+
+  proxy.restore()
+  const back = performance.now()
+  let counted = false
+  while (!counted && performance.now() - back < 10_000) {
+    counted = limitHeaders(await listInventory(api, auth)).remaining < 60
+    if (!counted) await pause(100)
+  }
+  const recoveredMs = Math.round(performance.now() - back)
+  t.ok(counted, 'counting resumed within 10 s of Redis\'s return')
+  t.comment(`counting resumed ${recoveredMs} ms after Redis came back`)
+  let ready = await api.request({ method: 'GET', url: '/readyz' })
+  for (let waited = 0; waited < 2000 && ready.statusCode !== 200; waited += 100) {
+    await pause(100)
+    ready = await api.request({ method: 'GET', url: '/readyz' })
+  }
+  t.equal(ready.statusCode, 200, '/readyz is ready again')
+  t.equal(outageWarnings(lines).length, 1, 'one warning for the outage')
+  t.ok(lines.some((l) => /rate-limit store reachable again/.test(l.msg)), 'and one line for the recovery')
 })
 
 t.test('Redis unreachable at start: the service starts, serves and reports not ready', { skip: !redisUp && REDIS_SKIP }, async (t) => {

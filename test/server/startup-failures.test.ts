@@ -6,10 +6,11 @@ import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
 import { typescriptArgs } from '../helpers/node-args.js'
+import { REDIS_PORT, REDIS_SKIP, redisAvailable } from '../rate-limit/helpers.js'
 
 // docs/operations.md (configuration): a start-up failure prints one line saying what failed and what to check, exits 1.
-const startServer = (env: Record<string, string>) =>
-  run(process.execPath, [...typescriptArgs, join(projectRoot, 'src', 'server.ts')], { LOG_LEVEL: 'silent', SEED: 'false', ...env }, 60_000)
+const startServer = (env: Record<string, string>, timeoutMs = 60_000) =>
+  run(process.execPath, [...typescriptArgs, join(projectRoot, 'src', 'server.ts')], { LOG_LEVEL: 'silent', SEED: 'false', ...env }, timeoutMs)
 
 function oneLine (t: Pick<typeof import('tap').default, 'equal' | 'match' | 'notMatch'>, stderr: string, pattern: RegExp): void {
   const lines = stderr.split('\n').filter((line) => line.trim() !== '')
@@ -46,4 +47,11 @@ t.test('an SQLite path that cannot be a database', async (t) => {
   const res = await startServer({ PORT: '0', DATABASE_URL: `sqlite:${dir}` })
   t.equal(res.code, 1)
   oneLine(t, res.stderr, /^Pet Store API could not start: cannot open the database \(DATABASE_URL=sqlite:/)
+})
+
+t.test('a REDIS_URL whose database cannot be selected', { skip: !await redisAvailable() && REDIS_SKIP }, async (t) => {
+  // The shared Redis has 16 databases (0 to 15): SELECT 99 is refused.
+  const res = await startServer({ PORT: '0', DATABASE_URL: `sqlite:${join(tempDir(t), 'r.db')}`, REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}/99` }, 20_000)
+  t.equal(res.code, 1)
+  oneLine(t, res.stderr, /^Pet Store API could not start: .*REDIS_URL=redis:\/\/127\.0\.0\.1:6379\/99.*database 99/)
 })

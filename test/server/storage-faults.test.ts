@@ -1,17 +1,19 @@
 /**
- * Storage faults with real processes: a full disk and a file system gone read-only are answered
- * 503 service_unavailable with Retry-After, /readyz says storage while writes fail, and the
- * service recovers without a restart. A database the process cannot write, or one that belongs
- * to another application, is refused at start with one line.
+ * Storage faults: a full disk and a file system gone read-only are answered 503
+ * service_unavailable with Retry-After, /readyz says storage while writes fail (from the failed
+ * write on, on both engines), and the service recovers without a restart. A database the process
+ * cannot write, or one that belongs to another application, is refused at start with one line.
+ * Real processes, except where the readiness clock is held still (an app in this process).
  */
 import { spawnSync } from 'node:child_process'
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { projectRoot } from '../../src/contract/paths.js'
-import { tempDir } from '../helpers/app.js'
+import { buildTestApp, tempDir } from '../helpers/app.js'
+import { expectError } from '../helpers/assertions.js'
 import { run, runCli } from '../helpers/cli.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
@@ -100,6 +102,82 @@ t.test('SQLite on a full disk: writes are 503 with Retry-After, /readyz names st
     t.same(await after.json(), { petId: 1, quantity: 14, status: 'available' })
     t.equal(server.child.exitCode, null, 'the process never stopped')
     t.equal(await server.stop(), 0)
+})
+
+/** Fills the file system that holds `dir` to its last page (4 KiB writes once 64 KiB ones fail). */
+function fillToTheLastPage (dir: string): string[] {
+  const fillers = [fillUp(dir)]
+  const last = join(dir, 'filler-pages')
+  const fd = openSync(last, 'w')
+  try {
+    for (;;) writeSync(fd, Buffer.alloc(4096))
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ENOSPC') throw error
+  } finally {
+    closeSync(fd)
+  }
+  return [...fillers, last]
+}
+
+t.test('SQLite: /readyz names storage from the first failed write on, and while writes keep failing', { skip: noMount }, async (t) => {
+  const dir = smallFileSystem(t, '8m')
+  mkdirSync(join(dir, 'db'))
+  let clock = 0
+  const api = await buildTestApp(t, { env: { DATABASE_URL: `sqlite:${join(dir, 'db', 'p.db')}` }, monotonicNow: () => clock })
+  const headers = await api.authHeader('enterprise')
+  const patch = (quantity: number) => api.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: { quantity } })
+  const readyz = () => api.request({ method: 'GET', url: '/readyz' })
+  t.equal((await patch(11)).statusCode, 200, 'writes work at first')
+  // Two pages a test can give back later: room for a small write, not for a PATCH's.
+  const spare = [join(dir, 'spare-1'), join(dir, 'spare-2')]
+  for (const file of spare) writeFileSync(file, Buffer.alloc(4096))
+  const fillers = fillToTheLastPage(dir)
+
+  t.equal((await readyz()).statusCode, 200, 'a full disk alone: reads work, nothing has failed yet')
+  expectError(t, await patch(12), 503, 'service_unavailable', 'a PATCH on the full disk')
+  const notReady = expectError(t, await readyz(), 503, 'service_unavailable', '/readyz at once, within the second its last result is kept')
+  t.equal(notReady.message, 'not ready: storage unavailable')
+
+  for (const file of spare) rmSync(file)
+  expectError(t, await patch(13), 503, 'service_unavailable', 'a PATCH with two pages free')
+  clock += 1000
+  expectError(t, await readyz(), 503, 'service_unavailable', 'a write failed since the last check: not ready, whatever a probe write would find')
+
+  for (const file of fillers) rmSync(file)
+  clock += 1000
+  t.equal((await readyz()).statusCode, 200, 'space freed: the probe write succeeds, ready again')
+  t.equal((await patch(14)).statusCode, 200, 'writes work again')
+})
+
+t.test('PostgreSQL refusing writes for storage reasons: 503, and /readyz names storage until writes pass', async (t) => {
+  for (const [sqlState, what] of [['53100', 'disk full'], ['25006', 'read-only']] as const) {
+    const { schema, url } = await createTestSchema(t)
+    const api = await buildTestApp(t, { database: 'postgres', env: { DATABASE_URL: url() } })
+    const headers = await api.authHeader('enterprise')
+    const patch = (quantity: number) => api.request({ method: 'PATCH', url: '/v1/inventory/1', headers, payload: { quantity } })
+    t.equal((await api.request({ method: 'GET', url: '/readyz' })).statusCode, 200, `${what}: ready at first`)
+    // PostgreSQL's own answer to a write it cannot store, raised by a trigger: the server is shared
+    // by every test, so its disk cannot be filled nor the database set read-only for one of them.
+    await adminQuery(`CREATE FUNCTION ${schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'could not write (test: ${what})' USING ERRCODE = '${sqlState}'; END $$`)
+    await adminQuery(`CREATE TRIGGER refuse BEFORE INSERT OR UPDATE OR DELETE ON ${schema}.inventory FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.refuse()`)
+
+    const refused = await patch(12)
+    expectError(t, refused, 503, 'service_unavailable', `${what}: a PATCH`)
+    t.equal(refused.headers['retry-after'], '1', `${what}: with Retry-After`)
+    const notReady = expectError(t, await api.request({ method: 'GET', url: '/readyz' }), 503, 'service_unavailable', `${what}: /readyz`)
+    t.equal(notReady.message, 'not ready: storage unavailable', `${what}: naming storage`)
+    t.equal((await api.request({ method: 'GET', url: '/v1/inventory', headers })).statusCode, 200, `${what}: reads are still served`)
+
+    await adminQuery(`DROP TRIGGER refuse ON ${schema}.inventory`)
+    let ready = await api.request({ method: 'GET', url: '/readyz' })
+    for (let waited = 0; waited < 3000 && ready.statusCode !== 200; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      ready = await api.request({ method: 'GET', url: '/readyz' })
+    }
+    t.equal(ready.statusCode, 200, `${what}: ready again once writes pass, without a restart`)
+    t.same((await patch(14)).json(), { petId: 1, quantity: 14, status: 'available' }, `${what}: writes work again`)
+  }
 })
 
 /** Runs the built server (dist/) with `env` and returns its exit code and output; it is expected to exit by itself. */

@@ -30,7 +30,8 @@ function toErrorBody (error: FastifyError, request: FastifyRequest, reply: Fasti
     return error.toBody()
   }
   if (error instanceof StoreUnavailableError) {
-    request.log.error({ err: error }, 'storage unavailable')
+    // Logged once per outage, not per request (src/plugins/app/dependencies.ts), and counted.
+    request.server.dependencies.of('storage').failed(error)
     // Unreachable or locked storage is usually back within moments.
     reply.header('retry-after', '1')
     return { code: 'service_unavailable', message: 'storage is unavailable, retry later', status: 503 }

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
 import type { Store } from '../../store/types.js'
+import type { DependencyName } from './dependencies.js'
 
 export type RateLimitOutcome = 'allowed' | 'limited' | 'banned' | 'failed_open'
 /**
@@ -19,6 +20,8 @@ export interface Metrics {
   readonly registry: Registry
   rateLimitDecision (outcome: RateLimitOutcome): void
   authFailure (reason: AuthFailureReason): void
+  /** A request's call to a dependency failed (storage answered 503, the rate-limit store failed open). */
+  dependencyFailure (dependency: DependencyName): void
   /** The store with every method timed into store_operation_duration_seconds. */
   timed (store: Store): Store
   /** Serves GET /metrics on its own listener (never the API's); it closes with the app. */
@@ -133,6 +136,12 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     labelNames: ['reason'] as const,
     registers: [registry]
   })
+  const dependencyFailures = new Counter({
+    name: 'dependency_failures_total',
+    help: 'Calls of requests to a dependency that failed, by dependency: storage (answered 503), rate-limit-store (served without limits)',
+    labelNames: ['dependency'] as const,
+    registers: [registry]
+  })
   const storeDuration = new Histogram({
     name: 'store_operation_duration_seconds',
     help: 'Time each storage operation took, by engine and operation',
@@ -161,6 +170,7 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     registry,
     rateLimitDecision: (outcome) => { rateLimitDecisions.inc({ outcome }) },
     authFailure: (reason) => { authFailures.inc({ reason }) },
+    dependencyFailure: (dependency) => { dependencyFailures.inc({ dependency }) },
     timed: (store) => timedStore(store, storeDuration),
     async listen (host, port) {
       if (listener !== undefined) throw new Error('the metrics listener is already started')

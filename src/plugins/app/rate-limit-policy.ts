@@ -101,12 +101,8 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
     }
   })
 
-  let storeDown = false
-  const storeFailed = (error: unknown) => {
-    if (storeDown) return
-    storeDown = true
-    app.log.warn({ err: error }, 'rate-limit store unreachable: serving requests without rate limits (fail open) until it answers again')
-  }
+  // Its outages are logged once each and counted (src/plugins/app/dependencies.ts); the memory store never fails.
+  const counterStore = app.rateLimitStore.engine === 'redis' ? app.dependencies.of('rate-limit-store') : undefined
 
   // One client per key record, made on its first request: the stores look the same string up
   // request after request (its hash computed once). A changed key comes as a new record.
@@ -134,7 +130,7 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
 
   /** The store failed: the request is served uncounted (fail open), and the log says so once. */
   const failOpen = (reply: FastifyReply, client: RateLimitClient, at: number, error: unknown) => {
-    storeFailed(error)
+    counterStore?.failed(error)
     metrics?.rateLimitDecision('failed_open')
     uncounted(reply, client.limits, at)
   }
@@ -151,10 +147,7 @@ async function rateLimitPolicy (app: FastifyInstance, options: RateLimitPolicyOp
       failOpen(reply, client, at, error)
       return
     }
-    if (storeDown) {
-      storeDown = false
-      app.log.info('rate-limit store reachable again: rate limits are enforced')
-    }
+    if (counterStore?.down === true) counterStore.answered()
 
     const banned = states.filter((state) => state.banned)
     const exceeded = states.filter((state) => state.exceeded)
@@ -259,4 +252,4 @@ declare module 'fastify' {
   }
 }
 
-export default fp(rateLimitPolicy, { name: 'rate-limit-policy', dependencies: ['rate-limit', 'key-guard'] })
+export default fp(rateLimitPolicy, { name: 'rate-limit-policy', dependencies: ['rate-limit', 'key-guard', 'dependencies'] })

@@ -1,6 +1,7 @@
 import fastifyRateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { maskPassword } from '../../config.js'
 import { MemoryRateLimitStore } from '../../rate-limit/memory-store.js'
 import { RedisRateLimitStore } from '../../rate-limit/redis-store.js'
 import type { HitResult, RateLimitStore } from '../../rate-limit/store.js'
@@ -28,7 +29,12 @@ async function rateLimit (app: FastifyInstance, options: RateLimitStoreOptions) 
       onConnectionError: (error) => app.log.debug({ err: error }, 'rate-limit store connection error')
     })
     store = redis
-    if (!await redis.connected(Math.max(1000, options.redis.commandTimeoutMs * 5))) {
+    const first = await redis.connected(Math.max(1000, options.redis.commandTimeoutMs * 5))
+    if (first.state === 'refused') {
+      await redis.close()
+      throw new Error(`REDIS_URL=${maskPassword(options.redis.url)}: ${first.reason}: name a database the server has (its databases setting), or none for 0`)
+    }
+    if (first.state === 'unreachable') {
       app.log.warn(`cannot connect to Redis at ${new URL(options.redis.url).host}: serving requests without rate limits (fail open) until it answers`)
     }
   } else {

@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { KEEPALIVE_DELAY_MS } from './pool.js'
 
 /** Ids of one kind that changed, or 'all' when the writer did not say which (or too many). */
 export type Changed<K> = K[] | 'all'
@@ -125,7 +126,7 @@ export class ChangeFeed {
     this.retryTimer = undefined
     this.state = 'connecting'
     this.lastStatement = Promise.resolve()
-    const client = new pg.Client({ ...this.config, connectionTimeoutMillis: this.options.timeoutMs, query_timeout: this.options.timeoutMs, keepAlive: true })
+    const client = new pg.Client({ ...this.config, connectionTimeoutMillis: this.options.timeoutMs, query_timeout: this.options.timeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS })
     this.client = client
     client.on('error', () => this.drop(client))
     client.on('end', () => this.drop(client))

@@ -10,7 +10,7 @@ import { Invalidations } from './invalidations.js'
 import { InventoryWrites } from './inventory-writes.js'
 import { readOnly, runAsync, writeRules, type DataAccess } from '../work.js'
 import { postgresStepRunner } from './dialect.js'
-import { bulkTransaction, connectionFailed, openPool, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
+import { bulkTransaction, connectionFailed, openPool, ping, query, writeAndAnnounce, writeTransaction, type PostgresStoreOptions } from './pool.js'
 import { sql, type StatementName } from './statements.js'
 
 /** First key of the advisory lock that serialises migrations; the second is the schema's name. */
@@ -253,7 +253,7 @@ export function createPostgresStore (connectionString: string, options: Postgres
       })
     }),
 
-    ping: async () => { await query(pool, 'SELECT 1') },
+    ping: () => ping(pool),
 
     close: async () => {
       if (closed) return

@@ -2,6 +2,7 @@ import pg from 'pg'
 import { ConstraintViolation, StoreUnavailableError } from '../../contract/errors.js'
 import { constraintViolationOf } from '../constraints.js'
 import { ForeignDatabaseError } from '../migrations.js'
+import { WriteFaults } from '../write-faults.js'
 
 export interface PostgresStoreOptions {
   /** Most connections this store opens (DATABASE_POOL_MAX). */
@@ -12,6 +13,9 @@ export interface PostgresStoreOptions {
 
 /** Bulk work (migrations, imports) may legitimately take longer than a request. */
 const BULK_TIMEOUT_MS = 10 * 60_000
+
+/** Idle time after which TCP probes a connection, so a server gone without a reset is found without traffic too. */
+export const KEEPALIVE_DELAY_MS = 10_000
 
 // Ids are capped at 2^53-1 by openapi.yaml, so BIGINT values are exact as JavaScript numbers.
 const typeParsers: pg.CustomTypesConfig = {
@@ -30,6 +34,7 @@ export function openPool (connectionString: string, options: PostgresStoreOption
     query_timeout: timeoutMs + 1000,
     idle_in_transaction_session_timeout: BULK_TIMEOUT_MS,
     keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     idleTimeoutMillis: 30_000,
     application_name: 'petstore',
     types: typeParsers,
@@ -39,7 +44,40 @@ export function openPool (connectionString: string, options: PostgresStoreOption
   // An idle connection that breaks (server restart, network cut) is removed from the pool and
   // reported here; without a listener the process would crash. Requests report their own errors.
   pool.on('error', () => {})
+  closeIdleAfterSilence(pool)
   return pool
+}
+
+/** pg's error for a statement left without an answer for query_timeout, as it is or translated. */
+const isReadTimeout = (error: unknown): boolean =>
+  error instanceof Error && (error.message === 'Query read timeout' || isReadTimeout(error.cause))
+
+/**
+ * A statement that got no answer within query_timeout (pg then destroys its connection) means
+ * the server, or the way to it, went silent: the connections idle in the pool were opened the
+ * same way, and each would cost a request a time-out of its own once the server is back (a
+ * firewall that forgot them drops their packets for good). They are closed with it, and the pool
+ * opens fresh ones when asked.
+ */
+function closeIdleAfterSilence (pool: pg.Pool): void {
+  const idle = new Set<pg.PoolClient>()
+  pool.on('acquire', (client) => { idle.delete(client) })
+  pool.on('remove', (client) => { idle.delete(client as pg.PoolClient) })
+  pool.on('release', (error: unknown, client) => {
+    if (error === undefined || error === null) {
+      idle.add(client)
+      return
+    }
+    if (!isReadTimeout(error)) return
+    const silent = new Error('closed: another connection to the server went silent')
+    for (const other of idle) {
+      // The pool drops an idle connection that reports an error there and then (a socket closed
+      // instead would stay in its idle list until the close event, and could be handed out).
+      other.emit('error', silent)
+      other.connection.stream.destroy()
+    }
+    idle.clear()
+  })
 }
 
 /**
@@ -77,6 +115,36 @@ export function fromDatabase<T> (sent: Promise<T>): Promise<T> {
 /** A failure of the connection itself (refused, reset, timed out), not one the server reported. */
 export const connectionFailed = (error: unknown) => error instanceof StoreUnavailableError && !(error.cause instanceof pg.DatabaseError)
 
+/**
+ * SQLSTATEs of a write the server refuses for storage reasons, which readiness reports until
+ * writes pass: disk full (53100), an I/O error (58030), a read-only server (25006).
+ */
+const writeFaultCodes = new Set(['53100', '58030', '25006'])
+
+/** The storage fault writes met, per pool (see WriteFaults). */
+const faults = new WeakMap<pg.Pool, WriteFaults>()
+const faultsOf = (pool: pg.Pool): WriteFaults => {
+  let kept = faults.get(pool)
+  if (kept === undefined) faults.set(pool, kept = new WriteFaults())
+  return kept
+}
+
+/** `error` as it is, once a storage fault it reports (the server's error, or the one translate wrapped) is kept for readiness. */
+function noteFault (pool: pg.Pool, error: unknown): unknown {
+  const server = error instanceof pg.DatabaseError ? error : (error as { cause?: unknown } | null)?.cause
+  if (server instanceof pg.DatabaseError && writeFaultCodes.has(server.code ?? '')) faultsOf(pool).met(server.code!)
+  return error
+}
+
+/** A write that changes nothing (one row of this service's migration record), for readiness while a storage fault is kept. */
+const PROBE_WRITE = 'UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT min(version) FROM schema_migrations)'
+
+/** The server answers, and writes pass (a probe write decides while a storage fault is kept). */
+export async function ping (pool: pg.Pool): Promise<void> {
+  await query(pool, 'SELECT 1')
+  await faultsOf(pool).check(() => query(pool, PROBE_WRITE))
+}
+
 /** A query on the connection of the transaction at hand. */
 export type Run = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>
 
@@ -85,7 +153,7 @@ export type Run = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string
  * listen for its errors: a connection lost then would otherwise be an uncaught 'error' event
  * (the statement under way fails on its own). `release` gives it back.
  */
-async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, release: (discard: boolean) => void }> {
+async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, release: (failure?: unknown) => void }> {
   let client: pg.PoolClient
   try {
     client = await pool.connect()
@@ -96,9 +164,10 @@ async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, releas
   client.on('error', ignore)
   return {
     client,
-    release: (discard) => {
+    // A failure discards the connection; pg-pool's release event carries it (closeIdleAfterSilence).
+    release: (failure) => {
       client.removeListener('error', ignore)
-      client.release(discard)
+      client.release(failure === undefined ? undefined : failure instanceof Error ? failure : true)
     }
   }
 }
@@ -111,15 +180,15 @@ async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, releas
  */
 async function onConnection<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const { client, release } = await checkOut(pool)
-  let discard = false
+  let failure: unknown
   try {
     return await work(client)
   } catch (error) {
-    if (connectionFailed(error)) discard = true
-    await client.query('ROLLBACK').catch(() => { discard = true })
-    throw error
+    if (connectionFailed(error)) failure = error
+    await client.query('ROLLBACK').catch((rollbackError: unknown) => { failure ??= rollbackError })
+    throw noteFault(pool, error)
   } finally {
-    release(discard)
+    release(failure)
   }
 }
 
@@ -144,7 +213,7 @@ export async function query<R extends pg.QueryResultRow> (pool: pg.Pool, text: s
   try {
     return (await pool.query<R>(name === undefined ? { text, values } : { name, text, values })).rows
   } catch (error) {
-    throw translate(error)
+    throw noteFault(pool, translate(error))
   }
 }
 
@@ -166,8 +235,8 @@ export async function writeAndAnnounce<R extends pg.QueryResultRow> (pool: pg.Po
   }
   const [written, announced] = await Promise.allSettled(queries)
   const failure = written.status === 'rejected' ? written.reason : announced.status === 'rejected' ? announced.reason : undefined
-  release(failure !== undefined && connectionFailed(translate(failure)))
-  if (written.status === 'rejected') throw translate(written.reason)
+  release(failure !== undefined && connectionFailed(translate(failure)) ? failure : undefined)
+  if (written.status === 'rejected') throw noteFault(pool, translate(written.reason))
   if (announced.status === 'rejected') pool.query(announcement).catch(() => {})
   return written.value.rows
 }

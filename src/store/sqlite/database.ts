@@ -3,6 +3,7 @@ import { dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { StoreUnavailableError } from '../../contract/errors.js'
+import { WriteFaults } from '../write-faults.js'
 import type { MigrationSession } from '../migrations.js'
 
 /**
@@ -35,11 +36,13 @@ export function isStorageFault (error: unknown): boolean {
     /^SQLITE_(READONLY|IOERR|CANTOPEN)(_|$)/.test(code))
 }
 
-/** The code of the last storage fault a write met, per connection, until a write succeeds again. */
-const faults = new WeakMap<Database.Database, string>()
-
-/** The storage fault writes are failing with (readiness reports storage unavailable meanwhile), if any. */
-export const storageFaultOf = (db: Database.Database): string | undefined => faults.get(db)
+/** The storage fault writes met, per connection, for readiness (see WriteFaults). */
+const faults = new WeakMap<Database.Database, WriteFaults>()
+const faultsOf = (db: Database.Database): WriteFaults => {
+  let kept = faults.get(db)
+  if (kept === undefined) faults.set(db, kept = new WriteFaults())
+  return kept
+}
 
 /**
  * What a failed call rejects with: StoreUnavailableError (503 with Retry-After) once the database
@@ -50,7 +53,7 @@ export function failureOf (db: Database.Database): (error: unknown) => unknown {
     if (!db.open) return new StoreUnavailableError('the database is closed')
     if (!isStorageFault(error)) return error
     const code = String((error as { code: string }).code)
-    faults.set(db, code)
+    faultsOf(db).met(code)
     return new StoreUnavailableError(`the database cannot be written (${code}): ${(error as Error).message}`, { cause: error })
   }
 }
@@ -65,8 +68,8 @@ export function probeWrite (db: Database.Database): void {
   db.pragma(`user_version = ${version}`)
 }
 
-/** Readiness after a successful probe: the storage fault is over. */
-export const clearStorageFault = (db: Database.Database): void => { faults.delete(db) }
+/** Readiness of writes: resolves unless a storage fault is kept and `probe` (probeWrite, on the write path) does not pass. */
+export const checkWrites = (db: Database.Database, probe: () => Promise<unknown>): Promise<void> => faultsOf(db).check(probe)
 
 /** SQLITE_BUSY and its extended codes: another connection holds the lock this statement needs. */
 export function isBusy (error: unknown): boolean {

@@ -6,7 +6,7 @@ import type { TableName } from '../schema.js'
 import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
 import { readOnly, runSync, STOPPED, tablesTouched, writeRules, type DataAccess, type Step } from '../work.js'
 import { ReadCaches } from './caches.js'
-import { clearStorageFault, failureOf, isBusy, migrationTransaction, openDatabase, probeWrite, retryWhileBusy, storageFaultOf } from './database.js'
+import { checkWrites, failureOf, isBusy, migrationTransaction, openDatabase, probeWrite, retryWhileBusy } from './database.js'
 import { sqliteStepRunner } from './dialect.js'
 import { GroupCommit } from './group-commit.js'
 import { LoggedList } from './lists.js'
@@ -195,9 +195,8 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
       }
     },
 
-    // While writes meet a storage fault (full disk, read-only file), a probe write says when it is over.
-    ping: () => reading(() => { db.prepare('SELECT 1').get() })
-      .then(() => storageFaultOf(db) === undefined ? undefined : writing('keys', () => { probeWrite(db) }).then(() => { clearStorageFault(db) })),
+    // While writes meet a storage fault (full disk, read-only file), checkWrites says when it is over.
+    ping: () => reading(() => { db.prepare('SELECT 1').get() }).then(() => checkWrites(db, () => writing('keys', () => { probeWrite(db) }))),
 
     close: async () => {
       writes.flush()
