@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import { closeSync } from 'node:fs'
 import type { Server as HttpServer } from 'node:http'
-import { createServer, Server as NetServer } from 'node:net'
+import { createServer, Server as NetServer, type Socket } from 'node:net'
 import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
 import { type Config, ConfigError, defaultPublicBaseUrl, loadConfig } from './config.js'
@@ -85,25 +85,36 @@ function stopAccepting (server: HttpServer, limitMs: number): Promise<void> {
   })
 }
 
+/** The server's open connections: Node keeps its own list internal. */
+function openConnections (server: HttpServer): Set<Socket> {
+  const sockets = new Set<Socket>()
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+  })
+  return sockets
+}
+
 /**
  * The second step, while Fastify's close has begun answering with `Connection: close` (Fastify
  * does so while closing, http-protocol.ts for answers begun before): the open connections are
- * served as usual for up to `graceMs`, before Node's server.close() ends those with no request in
+ * served as usual for `graceMs`, before Node's server.close() ends those with no request in
  * progress. A keep-alive client may have sent its next request already (on its way, or unread in
  * the socket) on a connection Node counts as idle: it gets its answer, then its connection ends,
- * instead of a reset. Resolves when no connection is left, or after `graceMs`. A connection that
- * turns idle later (a long answer begun before the signal) is ended after `graceMs` idle.
+ * instead of a reset. Node also counts as idle a connection whose answer has been ended while
+ * part of it still waits in the process to be written (a large list to a slow reader), and
+ * destroying it would cut that answer short: so the grace lasts until no connection has bytes
+ * waiting. Resolves when no connection is left, or then.
  */
-function connectionsGrace (server: HttpServer, graceMs: number): Promise<void> {
-  server.keepAliveTimeout = graceMs
+function connectionsGrace (sockets: Set<Socket>, graceMs: number): Promise<void> {
+  const deadline = performance.now() + graceMs
+  const writing = () => { for (const socket of sockets) if (socket.writableLength > 0) return true; return false }
   return new Promise<void>((resolve) => {
-    const timer = setTimeout(done, graceMs)
-    server.once('close', done)
-    function done () {
-      clearTimeout(timer)
-      server.off('close', done)
+    const timer = setInterval(() => {
+      if (sockets.size > 0 && (performance.now() < deadline || writing())) return
+      clearInterval(timer)
       resolve()
-    }
+    }, 10)
   })
 }
 
@@ -137,10 +148,12 @@ async function main () {
   const backlogMs = Math.floor(shutdownTimeoutMs / 4)
   const graceMs = Math.min(1000, backlogMs)
   let grace = Promise.resolve()
+  let connections = new Set<Socket>()
   try {
     await server.register(app, { config })
     // Fastify's close runs this after it has begun answering with Connection: close.
     server.addHook('preClose', () => grace)
+    connections = openConnections(server.server)
     await server.ready()
   } catch (error) {
     server.log.error({ err: error }, 'start-up failed')
@@ -163,7 +176,7 @@ async function main () {
     }, Math.floor(shutdownTimeoutMs * 0.75))
     try {
       await stopAccepting(server.server, backlogMs)
-      grace = connectionsGrace(server.server, graceMs)
+      grace = connectionsGrace(connections, graceMs)
       await server.close()
     } finally {
       clearTimeout(force)
