@@ -98,22 +98,36 @@ function openConnections (server: HttpServer): Set<Socket> {
 /**
  * The second step, while Fastify's close has begun answering with `Connection: close` (Fastify
  * does so while closing, http-protocol.ts for answers begun before): the open connections are
- * served as usual for `graceMs`, before Node's server.close() ends those with no request in
- * progress. A keep-alive client may have sent its next request already (on its way, or unread in
- * the socket) on a connection Node counts as idle: it gets its answer, then its connection ends,
- * instead of a reset. Node also counts as idle a connection whose answer has been ended while
- * part of it still waits in the process to be written (a large list to a slow reader), and
- * destroying it would cut that answer short: so the grace lasts until no connection has bytes
- * waiting. Resolves when no connection is left, or then.
+ * served as usual until they fall silent, before Node's server.close() ends those with no request
+ * in progress. A keep-alive client may have sent its next request already (on its way, or unread
+ * in the socket) on a connection Node counts as idle: it gets its answer, then its connection
+ * ends, instead of a reset. So the grace lasts until no connection has read or written a byte for
+ * `quietMs`, or for `graceMs` at most, and its end is decided after the event loop's poll phase
+ * (setImmediate), which has read whatever was waiting in the sockets. Node also counts as idle a
+ * connection whose answer has been ended while part of it still waits in the process to be
+ * written (a large list to a slow reader), and destroying it would cut that answer short: so the
+ * grace also lasts until no connection has bytes waiting. Resolves when no connection is left,
+ * or then.
  */
-function connectionsGrace (sockets: Set<Socket>, graceMs: number): Promise<void> {
-  const deadline = performance.now() + graceMs
-  const writing = () => { for (const socket of sockets) if (socket.writableLength > 0) return true; return false }
+function connectionsGrace (sockets: Set<Socket>, quietMs: number, graceMs: number): Promise<void> {
+  const start = performance.now()
+  let lastActivity = start
+  const seen = new WeakMap<Socket, number>()
   return new Promise<void>((resolve) => {
     const timer = setInterval(() => {
-      if (sockets.size > 0 && (performance.now() < deadline || writing())) return
+      const now = performance.now()
+      let writing = false
+      for (const socket of sockets) {
+        const bytes = socket.bytesRead + socket.bytesWritten
+        if (seen.get(socket) !== bytes) {
+          seen.set(socket, bytes)
+          lastActivity = now
+        }
+        if (socket.writableLength > 0) writing = true
+      }
+      if (sockets.size > 0 && (writing || (now - lastActivity < quietMs && now - start < graceMs))) return
       clearInterval(timer)
-      resolve()
+      setImmediate(resolve)
     }, 10)
   })
 }
@@ -144,8 +158,10 @@ async function main () {
   const server = Fastify(serverOptions(config))
   const { shutdownTimeoutMs } = config
   // Once SIGTERM comes, the listener waits for its backlog to empty for at most a quarter of
-  // SHUTDOWN_TIMEOUT_MS, and idle connections get a grace of a second (a quarter, if shorter).
+  // SHUTDOWN_TIMEOUT_MS; idle connections are closed once the connections have been silent for a
+  // quarter of a second, or after a second (each at most that quarter of SHUTDOWN_TIMEOUT_MS).
   const backlogMs = Math.floor(shutdownTimeoutMs / 4)
+  const quietMs = Math.min(250, backlogMs)
   const graceMs = Math.min(1000, backlogMs)
   let grace = Promise.resolve()
   let connections = new Set<Socket>()
@@ -176,7 +192,7 @@ async function main () {
     }, Math.floor(shutdownTimeoutMs * 0.75))
     try {
       await stopAccepting(server.server, backlogMs)
-      grace = connectionsGrace(connections, graceMs)
+      grace = connectionsGrace(connections, quietMs, graceMs)
       await server.close()
     } finally {
       clearTimeout(force)
