@@ -16,6 +16,8 @@ export interface ServerProcess {
   logs: Record<string, unknown>[]
   /** Sends a signal and waits for the exit; resolves with the exit code (or signal). */
   stop (signal?: NodeJS.Signals): Promise<number | string | null>
+  /** Waits for the exit without sending anything (after a signal sent with child.kill). */
+  exited (): Promise<number | string | null>
 }
 
 export interface StartHow {
@@ -69,6 +71,11 @@ export async function startServer (t: Teardown, env: Record<string, string>, tim
     baseUrl: `http://127.0.0.1:${port}`,
     demoKey,
     logs,
+    exited: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode
+      const [code, sig] = await exited as [number | null, NodeJS.Signals | null]
+      return code ?? sig
+    },
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode
       child.kill(signal)

@@ -7,85 +7,18 @@
  * Clients bind distinct loopback source addresses (127.0.0.2, 127.0.0.3) and write whatever they
  * like into X-Forwarded-For.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { once } from 'node:events'
-import { chmodSync, existsSync, writeFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { connect } from 'node:net'
-import { delimiter, join } from 'node:path'
-import t, { type Test } from 'tap'
-import { projectRoot } from '../../src/contract/paths.js'
+import { join } from 'node:path'
+import t from 'tap'
 import { tempDir } from '../helpers/app.js'
 import { document } from '../helpers/contract.js'
 import { keyInDatabase } from '../helpers/keys.js'
+import { NGINX_SKIP, nginxBinary, startNginx } from '../helpers/nginx.js'
 import { startServer, type ServerProcess } from '../helpers/server-process.js'
 import { REDIS_SKIP, REDIS_URL, redisAvailable, redisPrefix, roomInThisMinute } from './helpers.js'
-import { freePort } from '../helpers/ports.js'
 
-const SNIPPET = join(projectRoot, 'docs', 'nginx', 'petstore-proxy.conf')
 const free = document.plans.free!
-
-const nginxBinary = ['/usr/sbin/nginx', ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'nginx'))].find((path) => existsSync(path))
-// .ci/run installs Debian's nginx; on CI its absence is a failure, elsewhere the test says what to install.
-const NGINX_SKIP = 'nginx is not installed: apt-get install nginx (Debian\'s package; .ci/run installs it) to run the reverse-proxy test'
 const redisUp = await redisAvailable()
-
-async function waitForPort (port: number, child: ChildProcess, stderr: () => string, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}:\n${stderr()}`)
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => { socket.destroy(); resolve(true) })
-      socket.once('error', () => resolve(false))
-    })
-    if (open) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`nginx did not listen on ${port} within ${timeoutMs} ms:\n${stderr()}`)
-}
-
-/** nginx in the foreground, on a free loopback port, proxying to the instances through the documented snippet. */
-async function startNginx (t: Test, binary: string, instances: ServerProcess[]): Promise<number> {
-  const dir = tempDir(t)
-  chmodSync(dir, 0o755) // nginx's workers may run as another user than its master
-  const port = await freePort()
-  const config = `
-daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log stderr warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path ${dir}/body;
-    proxy_temp_path ${dir}/proxy;
-    fastcgi_temp_path ${dir}/fastcgi;
-    uwsgi_temp_path ${dir}/uwsgi;
-    scgi_temp_path ${dir}/scgi;
-    upstream petstore {
-${instances.map((instance) => `        server 127.0.0.1:${instance.port};`).join('\n')}
-        keepalive 8;
-    }
-    server {
-        listen 127.0.0.1:${port};
-        include ${SNIPPET};
-    }
-}
-`
-  const file = join(dir, 'nginx.conf')
-  writeFileSync(file, config)
-  const child = spawn(binary, ['-p', dir, '-e', 'stderr', '-c', file], { stdio: ['ignore', 'ignore', 'pipe'] })
-  let stderr = ''
-  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGTERM')
-    await once(child, 'exit')
-  })
-  await waitForPort(port, child, () => stderr)
-  return port
-}
 
 interface Answer { status: number, remaining: number }
 
@@ -121,7 +54,8 @@ t.test('behind the documented nginx: every client its own bucket, and spoofing X
   const env = { DATABASE_URL: databaseUrl, REDIS_URL, REDIS_KEY_PREFIX: redisPrefix(t), TRUST_PROXY: '127.0.0.1' }
   const one = await startServer(t, env)
   const two = await startServer(t, env)
-  const port = await startNginx(t, nginxBinary, [one, two])
+  // Plain round robin over the two, so that each serves some of the requests below.
+  const { port } = await startNginx(t, nginxBinary, `upstream petstore {\n${[one, two].map((instance) => `    server 127.0.0.1:${instance.port};`).join('\n')}\n    keepalive 8;\n}`)
   const A = '127.0.0.2'
   const B = '127.0.0.3'
 

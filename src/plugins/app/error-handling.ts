@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -70,12 +71,28 @@ export function answerFrameworkError (error: FastifyError, request: FastifyReque
   void reply.code(body.status).type('application/json; charset=utf-8').send(body)
 }
 
+/** The latest response of each connection: errorHandling records it, answerClientError reads it. */
+const latestResponses = new WeakMap<Socket, ServerResponse>()
+
+/**
+ * Whether the request whose bytes are still arriving on this connection already has its answer.
+ * An answer may go out before its request's body has arrived (a 401 decided from the headers, a
+ * 415 from Content-Type); Node then reads and discards the rest of the body, and the request is in
+ * progress, for the request time-out too, until its last byte.
+ */
+function answeredEarly (socket: Socket): boolean {
+  const response = latestResponses.get(socket)
+  return response !== undefined && response.headersSent && !response.req.complete
+}
+
 /**
  * Fastify's `clientErrorHandler` option: requests Node's HTTP parser refuses (malformed request
  * line or header, an unknown method, Content-Length with Transfer-Encoding, headers over the
  * size limit) never reach Fastify; they are answered here with the Error body, then the
  * connection is closed, as Node does. So is a request whose headers and body have not all arrived
- * within REQUEST_TIMEOUT_MS (408).
+ * within REQUEST_TIMEOUT_MS (408). A request already answered gets no second answer: its
+ * connection is closed without one, so a client or proxy never reads it as the answer to its
+ * next request.
  */
 export function answerClientError (error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
@@ -84,7 +101,7 @@ export function answerClientError (error: Error & { code?: string }, socket: Soc
     : { code: 'invalid_request', message: error.code === 'HPE_HEADER_OVERFLOW' ? 'request headers are larger than the server accepts' : 'malformed HTTP request', status: 400 }
   // A response already under way on this connection cannot be followed by another one.
   const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true
-  if (socket.writable && !answering) {
+  if (socket.writable && !answering && !answeredEarly(socket)) {
     const text = JSON.stringify(body)
     const reason = body.status === 408 ? 'Request Timeout' : 'Bad Request'
     socket.write(`HTTP/1.1 ${body.status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`)
@@ -120,6 +137,9 @@ export function methodNotAllowed (app: FastifyInstance, url: string, methods: re
 }
 
 async function errorHandling (app: FastifyInstance) {
+  // Every response, whichever way it is sent (hooks, the error handler, frameworkErrors before
+  // routing), is the latest of its connection until the next request arrives on it.
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => { latestResponses.set(request.socket, response) })
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const body = toErrorBody(error, request, reply)
     if (body.status < 500) request.log.info({ code: body.code, reason: body.message }, 'request rejected')
