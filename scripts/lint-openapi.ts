@@ -1,10 +1,13 @@
 /**
- * npm run lint:openapi [-- FILE] — validates openapi.yaml (or FILE) against the OpenAPI 3.0 schema
- * (swagger-parser), then checks the project's own rules:
- * - every operation has an operationId and bearer security;
+ * npm run lint:openapi [-- FILE] — validates openapi.yaml (or FILE) against the OpenAPI schema of
+ * its version (@seriousme/openapi-schema-validator, as fastify-openapi-glue does at start), then
+ * checks the project's own rules:
+ * - every operation has an operationId, and a security requirement of its own naming exactly one
+ *   scope of bearerAuth, from the list the scheme declares (x-scopes);
  * - every operation declares the responses any /v1 request can get: 400 (input is strict
- *   everywhere: even an operation without parameters refuses unknown query parameters), 401, 405
- *   (another method on its path), 429, 500 and 503; every response of 400 or more is the Error body;
+ *   everywhere: even an operation without parameters refuses unknown query parameters), 401, 403
+ *   (a key without the operation's scope), 405 (another method on its path), 429, 500 and 503;
+ *   every response of 400 or more is the Error body;
  * - every response declares the rate-limit headers and X-Request-Id, a 429 also Retry-After, a
  *   405 also Allow; every response of a deprecated operation but its 405 (which answers another
  *   method) declares Deprecation, Sunset and Link;
@@ -15,13 +18,15 @@
  *   path with a GET has no head operation of its own (the second HEAD route would not start);
  * - deprecated operations carry x-deprecated-at and x-sunset; x-stability is experimental or beta;
  * - every example (of a schema, a media type, a parameter or a header) is valid against its
- *   schema, as the service's own ajv (src/contract/ajv.ts) judges it;
+ *   schema, as the service's own ajv (src/contract/ajv.ts) judges it; a schema gives its
+ *   examples as `examples: [...]` (JSON Schema 2020-12), not OpenAPI 3.0's `example`;
  * - every code of the Error schema has an example in a response carrying the Error body.
  */
 import { maxHeaderSize } from 'node:http'
 import { isAbsolute, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import SwaggerParser from '@apidevtools/swagger-parser'
+import { Validator } from '@seriousme/openapi-schema-validator'
 import type { ValidateFunction } from 'ajv'
 import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../src/contract/ajv.js'
 import { openapiPath } from '../src/contract/paths.js'
@@ -37,11 +42,13 @@ const fromHere = relative(process.cwd(), file)
 const shown = fromHere.startsWith('..') || isAbsolute(fromHere) ? file : fromHere
 const problems: string[] = []
 
-try {
-  await SwaggerParser.validate(file)
-} catch (error) {
-  console.error(`${shown} is not a valid OpenAPI document: ${(error as Error).message}`)
-  process.exit(1)
+{
+  const validation = await new Validator().validate(file)
+  if (!validation.valid) {
+    const errors = (Array.isArray(validation.errors) ? validation.errors : [validation.errors]) as { instancePath?: string, message?: string }[]
+    console.error(`${shown} is not a valid OpenAPI document: ${errors.slice(0, 5).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`)
+    process.exit(1)
+  }
 }
 // Two copies: the document as written (for the locations of examples and $refs), and one with
 // every $ref replaced by what it points to (the same object for the same target).
@@ -49,6 +56,9 @@ const raw = await SwaggerParser.parse(file) as unknown as Json
 const api = await SwaggerParser.dereference(file) as unknown as Json & { paths: Record<string, Json> }
 
 const httpMethods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+const bearerAuth = ((api.components as Json | undefined)?.securitySchemes as Json | undefined)?.bearerAuth as Json | undefined
+const declaredScopes = Object.keys(isObject(bearerAuth?.['x-scopes']) ? bearerAuth['x-scopes'] : {})
+if (declaredScopes.length === 0) problems.push('components/securitySchemes/bearerAuth: no x-scopes (the scopes a key can hold, each with its meaning)')
 const errorSchema = ((api.components as Json | undefined)?.schemas as Json | undefined)?.Error
 const everyResponseHeaders = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']
 const headersByStatus: Record<string, string[]> = { 405: ['Allow'], 429: ['Retry-After'] }
@@ -56,6 +66,7 @@ const deprecationHeaders = ['Deprecation', 'Sunset', 'Link']
 const requiredResponses: Record<string, string> = {
   400: 'invalid input: a malformed parameter or body, or an unknown query parameter',
   401: 'a missing, unknown or revoked API key',
+  403: 'a valid API key without the operation\'s scope',
   405: 'a method its path does not have, with Allow',
   429: 'over the rate limit, or banned',
   500: 'an unexpected error',
@@ -86,8 +97,12 @@ for (const [path, item] of Object.entries(api.paths)) {
     count++
     const where = `${typeof op.operationId === 'string' ? `${op.operationId} ` : ''}(${method.toUpperCase()} ${path})`
     if (typeof op.operationId !== 'string') problems.push(`${where}: no operationId`)
-    const security = (op.security ?? api.security) as Json[] | undefined
-    if (!security?.some((s) => 'bearerAuth' in s)) problems.push(`${where}: no bearer security`)
+    const scopes = (op.security as Json[] | undefined)?.flatMap((requirement) => Array.isArray(requirement.bearerAuth) ? requirement.bearerAuth as unknown[] : [])
+    if (op.security === undefined || scopes === undefined || (op.security as Json[]).length !== 1 || scopes.length !== 1) {
+      problems.push(`${where}: its security requirement must name exactly one scope of bearerAuth, e.g. security: [{ bearerAuth: ['${declaredScopes[0] ?? 'scope'}'] }] (the scopes: ${declaredScopes.join(', ')})`)
+    } else if (!declaredScopes.includes(String(scopes[0]))) {
+      problems.push(`${where}: the scope ${String(scopes[0])} is not one bearerAuth declares (x-scopes: ${declaredScopes.join(', ')}); add it there with its meaning, or use one of those`)
+    }
 
     const parameters = [...(Array.isArray(item.parameters) ? item.parameters : []), ...(Array.isArray(op.parameters) ? op.parameters : [])] as Json[]
     const requestId = parameters.find((p) => p.in === 'header' && String(p.name).toLowerCase() === 'x-request-id')
@@ -168,7 +183,8 @@ function follow (node: unknown): Json | undefined {
 
 function walkSchema (schema: unknown, pointer: string, where: string): void {
   if (!isObject(schema) || isRef(schema)) return
-  if ('example' in schema) checkExample(pointer, schema.example, `${where} example`)
+  if ('example' in schema) problems.push(`${where}: a schema's \`example\` is OpenAPI 3.0's; write examples: [${JSON.stringify(schema.example)}] (JSON Schema 2020-12)`)
+  if (Array.isArray(schema.examples)) schema.examples.forEach((value, i) => { checkExample(pointer, value, `${where} examples[${i}]`) })
   for (const [name, sub] of entries(schema.properties)) walkSchema(sub, `${pointer}/properties/${segment(name)}`, `${where}.${name}`)
   if (isObject(schema.items)) walkSchema(schema.items, `${pointer}/items`, `${where}[]`)
   if (isObject(schema.additionalProperties)) walkSchema(schema.additionalProperties, `${pointer}/additionalProperties`, `${where}{}`)

@@ -99,6 +99,7 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   }
   const now = options.now ?? Date.now
   const served = documentForServing(document, config.publicBaseUrl)
+  fastify.decorate('apiDocument', document)
 
   fastify.setValidatorCompiler(validatorCompiler)
   fastify.setSerializerCompiler(serializerCompiler)
@@ -140,6 +141,13 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
   await fastify.register(health)
   await fastify.register(openapiDocument, { served })
   await fastify.register(v1, { prefix: '/v1', document, handlers, publicBaseUrl: config.publicBaseUrl, now })
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** openapi.yaml as this app read it (src/contract/document.ts). */
+    apiDocument: ApiDocument
+  }
 }
 
 export default fp(app, { name: 'petstore', fastify: '5.x' })

@@ -231,7 +231,7 @@ async function main () {
   const advice = oneCoreAdvice()
   if (advice !== undefined) server.log.info({ cores: 1 }, advice)
   const docsUrl = `${config.publicBaseUrl}/docs`
-  const demoKey = await ensureDemoKey(server.store, config)
+  const demoKey = await ensureDemoKey(server.store, config, server.apiDocument.scopes)
   if (demoKey) {
     server.log.info({ docs: docsUrl, demoApiKey: demoKey }, `Pet Store API ready. Docs: ${docsUrl} — demo API key (shown once): ${demoKey}`)
   } else {

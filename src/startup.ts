@@ -8,14 +8,15 @@ const demoEnvironments = new Set(['development', 'test'])
 
 /**
  * First start on the embedded SQLite database, in development or test, with no keys at all: one
- * demo key on the free plan, so a newcomer can call the API at once. Never on PostgreSQL, where a
+ * demo key on the free plan holding every scope (`scopes`: openapi.yaml's), so a newcomer can call
+ * every operation at once. Never on PostgreSQL, where a
  * shared database with no keys yet is a deployment, not a newcomer's laptop, and never under
  * another NODE_ENV (prod, staging…): an unknown name is not taken for a laptop either. Returns the
  * secret (to print once) or undefined.
  */
-export async function ensureDemoKey (store: Store, config: Config): Promise<string | undefined> {
+export async function ensureDemoKey (store: Store, config: Config, scopes: readonly string[]): Promise<string | undefined> {
   if (store.engine !== 'sqlite' || !demoEnvironments.has(config.nodeEnv) || await apiKeysRepository(store).count() > 0) return undefined
-  const { secret } = await issueApiKey(store, { name: 'demo', plan: 'free' })
+  const { secret } = await issueApiKey(store, { name: 'demo', plan: 'free', scopes })
   return secret
 }
 

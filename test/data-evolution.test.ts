@@ -7,6 +7,7 @@ import { issueApiKey } from '../src/repositories/api-keys.js'
 import { createPostgresStore } from '../src/store/postgres/index.js'
 import { tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
+import { ALL_SCOPES } from './helpers/contract.js'
 import { adminQuery, createTestSchema } from './helpers/postgres.js'
 import { copyProject, headers, json, npmScript, ref, timed as timedStep } from './helpers/project-copy.js'
 import { type ServerProcess, startServer } from './helpers/server-process.js'
@@ -250,7 +251,7 @@ t.test('a write backed by a new table, added with no change to caches or batchin
   ]))
   // PostgreSQL gets no demo key: one is made in the schema the server migrated.
   const keyStore = createPostgresStore(url())
-  const postgresKey = (await issueApiKey(keyStore, { name: 'data-evolution', plan: 'free' })).secret
+  const postgresKey = (await issueApiKey(keyStore, { name: 'data-evolution', plan: 'free', scopes: ALL_SCOPES })).secret
   await keyStore.close()
 
   let postgresStock = 0

@@ -22,6 +22,8 @@ export interface OperationInfo {
   declaresQuery: boolean
   /** Swagger UI's deep link to the operation: #/<first tag>/<operationId> ("default" when untagged). */
   docsAnchor: string
+  /** The scope of bearerAuth its security requirement names (every /v1 operation names one). */
+  scope: string | undefined
 }
 
 export interface PlanLimits {
@@ -39,7 +41,21 @@ export interface ApiDocument {
   /** Fixed plan limits from info.x-rate-limit-plans; `enterprise` is absent: its limits are per key. */
   readonly plans: Readonly<Record<string, PlanLimits>>
   readonly planNames: readonly string[]
+  /** The scopes an API key can hold: bearerAuth's x-scopes, in the document's order. */
+  readonly scopes: readonly string[]
 }
+
+/** The one scope of bearerAuth an operation's own security requirement names, if it names one. */
+export function scopeOf (operation: Json): string | undefined {
+  const requirements = operation.security
+  if (!Array.isArray(requirements) || requirements.length !== 1) return undefined
+  const scopes = (requirements[0] as Json).bearerAuth
+  return Array.isArray(scopes) && scopes.length === 1 && typeof scopes[0] === 'string' ? scopes[0] : undefined
+}
+
+/** bearerAuth's x-scopes: each scope with its meaning. */
+const scopeMeanings = (spec: Json): Record<string, string> =>
+  ((((spec.components as Json | undefined)?.securitySchemes as Json | undefined)?.bearerAuth as Json | undefined)?.['x-scopes'] ?? {}) as Record<string, string>
 
 const httpMethods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 
@@ -78,7 +94,8 @@ export async function loadDocument (path: string = openapiPath): Promise<ApiDocu
         stability: operation['x-stability'] as string | undefined,
         bodyRequired: (operation.requestBody as Json | undefined)?.required === true,
         declaresQuery: [...(item.parameters as Json[] ?? []), ...(operation.parameters as Json[] ?? [])].some((p) => p.in === 'query'),
-        docsAnchor: `#/${encodeURIComponent(tag)}/${operationId}`
+        docsAnchor: `#/${encodeURIComponent(tag)}/${operationId}`,
+        scope: scopeOf(operation)
       })
     }
   }
@@ -91,7 +108,15 @@ export async function loadDocument (path: string = openapiPath): Promise<ApiDocu
       plans[name] = { perMinute: limits.perMinute as number, perDay: limits.perDay as number }
     }
   }
-  return { spec, resolved, operations, plans, planNames }
+  return { spec, resolved, operations, plans, planNames, scopes: Object.keys(scopeMeanings(spec)) }
+}
+
+/** Where documentForServing puts the table of scopes in bearerAuth's description (at the end when absent). */
+export const SCOPES_MARKER = '<!-- x-scopes -->'
+
+/** bearerAuth's x-scopes as a Markdown table: what the Authorize dialog of the docs page shows. */
+export function scopesTable (meanings: Record<string, string>): string {
+  return ['| Scope | Allows |', '|---|---|', ...Object.entries(meanings).map(([scope, meaning]) => `| \`${scope}\` | ${meaning} |`)].join('\n')
 }
 
 /** Where documentForServing puts the plans table in info.description (at the end when absent). */
@@ -128,7 +153,9 @@ function summaryMarks (operation: Json): string[] {
  *   (PUBLIC_BASE_URL), so "Try it out" calls the server that serves the page;
  * - info.description gets the plans table made from info.x-rate-limit-plans, at PLANS_MARKER;
  * - each operation's summary ends with its stability and deprecation (with the sunset date),
- *   which Swagger UI otherwise shows only in an expanded extensions table.
+ *   which Swagger UI otherwise shows only in an expanded extensions table;
+ * - each operation's description starts with the scope its security requirement names, and
+ *   bearerAuth's description (the Authorize dialog) gets the table of x-scopes at SCOPES_MARKER.
  */
 export function documentForServing (doc: ApiDocument, publicBaseUrl: string): Json {
   const served = structuredClone(doc.spec)
@@ -150,10 +177,24 @@ export function documentForServing (doc: ApiDocument, publicBaseUrl: string): Js
       : `${description.trimEnd()}\n\n${table}\n`
   }
 
+  const bearerAuth = ((served.components as Json | undefined)?.securitySchemes as Json | undefined)?.bearerAuth as Json | undefined
+  if (bearerAuth !== undefined) {
+    const description = typeof bearerAuth.description === 'string' ? bearerAuth.description : ''
+    const table = scopesTable(scopeMeanings(served))
+    bearerAuth.description = description.includes(SCOPES_MARKER)
+      ? description.replace(SCOPES_MARKER, table)
+      : `${description.trimEnd()}\n\n${table}\n`
+  }
+
   for (const item of Object.values((served.paths ?? {}) as Record<string, Json>)) {
     for (const [method, value] of Object.entries(item)) {
       if (!httpMethods.has(method)) continue
       const operation = value as Json
+      const scope = scopeOf(operation)
+      if (scope !== undefined) {
+        const description = typeof operation.description === 'string' ? operation.description : ''
+        operation.description = `**Scope:** \`${scope}\`\n\n${description}`
+      }
       const marks = summaryMarks(operation)
       if (marks.length === 0) continue
       const summary = typeof operation.summary === 'string' ? operation.summary : String(operation.operationId)

@@ -12,7 +12,7 @@ export interface OperationContext {
   now: () => number
 }
 
-type OperationRouteOptions = Pick<RouteOptions, 'handler'> & Partial<Pick<RouteOptions, 'preValidation' | 'onRequest' | 'onSend'>>
+type OperationRouteOptions = Pick<RouteOptions, 'handler'> & Partial<Pick<RouteOptions, 'preValidation' | 'onRequest' | 'onSend' | 'config'>>
 
 /** The query string of an operation that declares no query parameter: no member at all. */
 const NO_QUERY = { type: 'object', properties: {} } as const
@@ -58,8 +58,10 @@ function deprecationOptions (op: OperationInfo, context: OperationContext): Part
 
 /**
  * fastify-openapi-glue's operationResolver: everything an operation of openapi.yaml does beyond its
- * schemas, as the options of its one route: the handler, the body requirement (Fastify validates a
- * body only when one arrived) and the deprecation behaviour. Nothing here names an operation.
+ * schemas, as the options of its one route: the handler, the scope its security requirement names
+ * (route config, which authentication reads before the body is parsed), the body requirement
+ * (Fastify validates a body only when one arrived) and the deprecation behaviour. Nothing here
+ * names an operation.
  */
 export function operationResolver (context: OperationContext) {
   return (operationId: string): OperationRouteOptions => {
@@ -71,6 +73,7 @@ export function operationResolver (context: OperationContext) {
     const status = successStatus(Object.keys((op.definition.responses ?? {}) as object))
     return {
       handler: status === 200 ? handler : function (request, reply) { reply.code(status); return handler.call(this, request, reply) },
+      config: { operationId, ...(op.scope === undefined ? {} : { scope: op.scope }) },
       ...(op.bodyRequired ? { preValidation: [requireBody] } : {}),
       ...(op.deprecated ? deprecationOptions(op, context) : {})
     }

@@ -361,7 +361,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "out_of_range" | "already_exists" | "invalid_reference" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "out_of_range" | "already_exists" | "invalid_reference" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
             /**
@@ -431,6 +431,28 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The API key is valid but does not hold the scope this operation needs (its description names it); counted like any request */
+        Forbidden: {
+            headers: {
+                /** @description RFC 6750 §3.1 challenge naming the scope, e.g. `Bearer realm="petstore", error="insufficient_scope", scope="orders:write"` */
+                "WWW-Authenticate"?: string;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "insufficient_scope",
+                 *       "message": "the API key lacks the scope orders:write, which placeOrder needs",
+                 *       "status": 403
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -805,6 +827,31 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The API key is valid but does not hold the scope this operation needs (its description names it); counted like any request */
+        DeprecatedForbidden: {
+            headers: {
+                /** @description RFC 6750 §3.1 challenge naming the scope, e.g. `Bearer realm="petstore", error="insufficient_scope", scope="inventory:read"` */
+                "WWW-Authenticate"?: string;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "insufficient_scope",
+                 *       "message": "the API key lacks the scope inventory:read, which getPetById needs",
+                 *       "status": 403
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The requested resource could not be found */
         DeprecatedNotFound: {
             headers: {
@@ -973,6 +1020,7 @@ export interface operations {
             304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1016,6 +1064,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1065,6 +1114,7 @@ export interface operations {
             304: components["responses"]["DeprecatedNotModified"];
             400: components["responses"]["DeprecatedBadRequest"];
             401: components["responses"]["DeprecatedUnauthorized"];
+            403: components["responses"]["DeprecatedForbidden"];
             404: components["responses"]["DeprecatedNotFound"];
             405: components["responses"]["MethodNotAllowed"];
             410: components["responses"]["Gone"];
@@ -1134,6 +1184,7 @@ export interface operations {
             304: components["responses"]["NotModified"];
             400: components["responses"]["OrdersBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1185,6 +1236,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["PlaceOrderNotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["PlaceOrderConflict"];
@@ -1243,6 +1295,7 @@ export interface operations {
             304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["OrderNotFound"];
             405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
@@ -1281,6 +1334,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["OrderNotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["CancelOrderConflict"];
@@ -1336,6 +1390,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["OrderNotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["UpdateOrderConflict"];

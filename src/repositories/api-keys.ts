@@ -23,17 +23,23 @@ export function generateApiKey (): { id: string, secret: string, hash: string } 
 }
 
 /** The api_keys columns under the names of ApiKeyRecord. */
-const keyColumns = ['id', 'name', 'plan', 'per_minute as perMinute', 'per_day as perDay', 'created_at as createdAt', 'revoked_at as revokedAt'] as const
+const keyColumns = ['id', 'name', 'plan', 'scopes', 'per_minute as perMinute', 'per_day as perDay', 'created_at as createdAt', 'revoked_at as revokedAt'] as const
+
+/** A row of keyColumns as the record: its scopes are kept as one text, separated by spaces. */
+const toKeyRecord = <R extends { scopes: string }>(row: R): Omit<R, 'scopes'> & { scopes: string[] } =>
+  ({ ...row, scopes: row.scopes === '' ? [] : row.scopes.split(' ') })
 
 /** How many keys one lookup of several asks about: a statement has a fixed number of placeholders. */
 export const KEY_HASH_SLOTS = 32
 type KeyHashSlots = Record<`hash${number}`, string>
 
 const q = {
-  insert: statement('apiKeys.insert', (db, arg: Arg<NewApiKey & { createdAt: string }>) => db
+  insert: statement('apiKeys.insert', (db, arg: Arg<Omit<NewApiKey, 'scopes'> & { scopes: string, createdAt: string }>) => db
     .insertInto('api_keys')
-    .values({ id: arg('id'), name: arg('name'), plan: arg('plan'), key_hash: arg('keyHash'), per_minute: arg('perMinute'), per_day: arg('perDay'), created_at: arg('createdAt') })
+    .values({ id: arg('id'), name: arg('name'), plan: arg('plan'), key_hash: arg('keyHash'), scopes: arg('scopes'), per_minute: arg('perMinute'), per_day: arg('perDay'), created_at: arg('createdAt') })
     .returning(keyColumns)),
+  setScopes: statement('apiKeys.setScopes', (db, arg: Arg<{ id: string, scopes: string }>) => db
+    .updateTable('api_keys').set({ scopes: arg('scopes') }).where('id', '=', arg('id'))),
   byId: statement('apiKeys.byId', (db, arg: Arg<{ id: string }>) => db.selectFrom('api_keys').select(keyColumns).where('id', '=', arg('id'))),
   // Revokes once: a key revoked before keeps its first revocation time.
   revoke: statement('apiKeys.revoke', (db, arg: Arg<{ id: string, at: string }>) => db
@@ -55,7 +61,7 @@ function * activeByHashes (keyHashes: readonly string[]): ReadWork<Map<string, A
     const chunk = keyHashes.slice(start, start + KEY_HASH_SLOTS)
     const args: KeyHashSlots = {}
     for (let i = 0; i < KEY_HASH_SLOTS; i++) args[`hash${i}`] = chunk[i] ?? chunk[0]!
-    for (const { keyHash, ...record } of yield * all(q.activeByHashes, args)) found.set(keyHash, record)
+    for (const { keyHash, ...row } of yield * all(q.activeByHashes, args)) found.set(keyHash, toKeyRecord(row))
   }
   return found
 }
@@ -74,23 +80,34 @@ export interface ApiKeysRepository {
   list (): Promise<ApiKeyRecord[]>
   /** Undefined when no key has that id; a key revoked before keeps its first revocation time. */
   revoke (id: string): Promise<ApiKeyRecord | undefined>
+  /** Replaces the key's scopes; undefined when no key has that id. */
+  setScopes (id: string, scopes: readonly string[]): Promise<ApiKeyRecord | undefined>
   count (): Promise<number>
 }
 
 export function apiKeysRepository (store: Store): ApiKeysRepository {
   const { activeKeys } = store.caches
   return {
-    findActive: (keyHash) => activeKeys.get(keyHash, () => first(q.activeByHash, { keyHash })),
+    findActive: (keyHash) => activeKeys.get(keyHash, function * () {
+      const row = yield * first(q.activeByHash, { keyHash })
+      return row && toKeyRecord(row)
+    }),
     findActiveMany: (keyHashes) => activeKeys.getMany(keyHashes, activeByHashes),
     create: (key) => store.write(function * () {
-      const row = yield * first(q.insert, { ...key, createdAt: new Date().toISOString() })
+      const row = yield * first(q.insert, { ...key, scopes: key.scopes.join(' '), createdAt: new Date().toISOString() })
       if (row === undefined) throw new Error('the key insert returned no row')
-      return row
+      return toKeyRecord(row)
     }),
-    list: () => store.read(() => all(q.list, {})),
+    list: () => store.read(function * () { return (yield * all(q.list, {})).map(toKeyRecord) }),
     revoke: (id) => store.write(function * () {
       yield * run(q.revoke, { id, at: new Date().toISOString() })
-      return yield * first(q.byId, { id })
+      const row = yield * first(q.byId, { id })
+      return row && toKeyRecord(row)
+    }),
+    setScopes: (id, scopes) => store.write(function * () {
+      yield * run(q.setScopes, { id, scopes: scopes.join(' ') })
+      const row = yield * first(q.byId, { id })
+      return row && toKeyRecord(row)
     }),
     // COUNT(*) is a BIGINT on PostgreSQL, which pg may hand over as text.
     count: () => store.read(function * () { return Number((yield * first(q.count, {}))?.n ?? 0) })
@@ -100,6 +117,8 @@ export function apiKeysRepository (store: Store): ApiKeysRepository {
 export interface KeyRequest {
   name: string
   plan: string
+  /** The scopes it holds (bearerAuth's x-scopes of openapi.yaml). */
+  scopes: readonly string[]
   /** Enterprise keys only: their own limits. */
   perMinute?: number | null
   perDay?: number | null
@@ -127,6 +146,7 @@ export async function issueApiKey (store: Store, request: KeyRequest): Promise<{
       name: request.name,
       plan: request.plan,
       keyHash: key.hash,
+      scopes: request.scopes,
       perMinute: request.perMinute ?? null,
       perDay: request.perDay ?? null
     })

@@ -48,6 +48,8 @@ export interface ApiKeysTable {
   name: string
   plan: string
   key_hash: string
+  /** The scopes the key holds (openapi.yaml, bearerAuth's x-scopes), separated by spaces. */
+  scopes: Generated<string>
   per_minute: number | null
   per_day: number | null
   created_at: string

@@ -31,6 +31,8 @@ export interface ApiKeyRecord {
   id: string
   name: string
   plan: string
+  /** The scopes it holds (openapi.yaml, bearerAuth's x-scopes), in the document's order. */
+  scopes: readonly string[]
   /** Only for enterprise keys: their own limits. */
   perMinute: number | null
   perDay: number | null
@@ -43,6 +45,7 @@ export interface NewApiKey {
   name: string
   plan: string
   keyHash: string
+  scopes: readonly string[]
   perMinute: number | null
   perDay: number | null
 }

@@ -7,6 +7,7 @@ import { ensureDemoKey } from '../../src/startup.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { expectUnauthorized } from '../helpers/assertions.js'
 import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 const keyFormat = /^psk_[A-Za-z0-9_-]{43}$/
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
@@ -123,10 +124,10 @@ t.test('keys are random psk_ secrets stored only as their SHA-256', async (t) =>
   const api = await buildTestApp(t, { env: { DATABASE_URL: `sqlite:${file}` } })
 
   // The demo key is created by the server's own code path, as at first start.
-  const demo = await ensureDemoKey(api.store, config)
+  const demo = await ensureDemoKey(api.store, config, ALL_SCOPES)
   t.match(demo, keyFormat, 'psk_ + base64url of 32 random bytes')
   t.equal(Buffer.from(demo!.slice(4), 'base64url').length, 32, '32 bytes of secret')
-  t.equal(await ensureDemoKey(api.store, config), undefined, 'only one demo key, ever')
+  t.equal(await ensureDemoKey(api.store, config, ALL_SCOPES), undefined, 'only one demo key, ever')
   const other = await api.createKey()
   t.not(other, demo, 'two keys differ')
 

@@ -20,7 +20,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { InjectOptions } from 'fastify'
 import type { Response as InjectResponse } from 'light-my-request'
 import { buildTestApp } from '../helpers/app.js'
-import { document } from '../helpers/contract.js'
+import { ALL_SCOPES, document } from '../helpers/contract.js'
 import { isStub } from '../helpers/surface.js'
 import { apiKeysRepository, generateApiKey } from '../../src/repositories/api-keys.js'
 import type { InventoryItem } from '../../src/store/types.js'
@@ -507,7 +507,7 @@ t.test(`fuzzing every operation of openapi.yaml (seed ${SEED}, ${RUNS} requests)
   // Enterprise limits far above the run, so the rate limiter never binds the fuzzer's key.
   const valid = await api.createKey('enterprise', { perMinute: 10_000_000, perDay: 100_000_000 })
   const revokedKey = generateApiKey()
-  await apiKeysRepository(api.store).create({ id: revokedKey.id, name: 'revoked', plan: 'enterprise', keyHash: revokedKey.hash, perMinute: 10_000_000, perDay: 100_000_000 })
+  await apiKeysRepository(api.store).create({ id: revokedKey.id, name: 'revoked', plan: 'enterprise', keyHash: revokedKey.hash, perMinute: 10_000_000, perDay: 100_000_000, scopes: ALL_SCOPES })
   await apiKeysRepository(api.store).revoke(revokedKey.id)
   const revoked = revokedKey.secret
 

@@ -9,7 +9,7 @@ import { issueApiKey } from '../../src/repositories/api-keys.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import type { Store } from '../../src/store/types.js'
-import { checkResponse, document } from './contract.js'
+import { ALL_SCOPES, checkResponse, document } from './contract.js'
 import { createTestSchema } from './postgres.js'
 import './glue-validator.js'
 
@@ -22,8 +22,8 @@ export interface TestApp {
   config: Config
   /** app.inject, then the response is checked against openapi.yaml (throws when it breaks the contract). */
   request (options: InjectOptions & { method: string, url: string }): Promise<InjectResponse>
-  /** Creates a key and returns its secret. */
-  createKey (plan?: string, limits?: { perMinute: number, perDay: number }): Promise<string>
+  /** Creates a key (holding every scope unless `scopes` says otherwise) and returns its secret. */
+  createKey (plan?: string, limits?: { perMinute: number, perDay: number }, scopes?: readonly string[]): Promise<string>
   /** `Authorization` header for a fresh key on the plan (enterprise: 100,000 a minute, 10,000,000 a day). */
   authHeader (plan?: string): Promise<{ authorization: string }>
 }
@@ -101,8 +101,8 @@ export async function buildTestApp (t: Teardown, options: TestAppOptions = {}): 
   await server.register(app, { document, ...appOptions, config })
   await server.ready()
 
-  const createKey = async (plan = 'free', limits?: { perMinute: number, perDay: number }) =>
-    (await issueApiKey(server.store, { name: `test ${plan}`, plan, ...limits })).secret
+  const createKey = async (plan = 'free', limits?: { perMinute: number, perDay: number }, scopes: readonly string[] = ALL_SCOPES) =>
+    (await issueApiKey(server.store, { name: `test ${plan}`, plan, ...limits, scopes })).secret
   return {
     app: server,
     store: server.store,

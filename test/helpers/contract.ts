@@ -15,6 +15,9 @@ import { loadDocument } from '../../src/contract/document.js'
  * path declares, with Allow listing exactly its methods (HEAD with GET).
  */
 export const document = await loadDocument()
+
+/** Every scope an API key can hold (openapi.yaml): keys of tests hold them all unless a test says otherwise. */
+export const ALL_SCOPES = document.scopes
 const ajv = createAjv()
 const API_PREFIX = '/v1'
 

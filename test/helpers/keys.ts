@@ -1,5 +1,6 @@
 import { issueApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
+import { ALL_SCOPES } from './contract.js'
 
 /**
  * Writes a key straight into a database (migrating it first), before or beside a server process;
@@ -10,7 +11,7 @@ export async function keyInDatabase (databaseUrl: string, name: string, plan = '
   const store = await createStore(databaseUrl)
   try {
     await store.migrate()
-    const { record, secret } = await issueApiKey(store, { name, plan, ...limits })
+    const { record, secret } = await issueApiKey(store, { name, plan, ...limits, scopes: ALL_SCOPES })
     return { id: record.id, secret }
   } finally {
     await store.close()

@@ -34,11 +34,11 @@ export function methodsByPath (): Map<string, string[]> {
 /** Every method of the document (HEAD with GET). */
 export const documentMethods = (): string[] => [...new Set([...methodsByPath().values()].flat())]
 
-/** A value a schema accepts, from its example, default, enum or lower bound. */
+/** A value a schema accepts, from its first example, default, enum or lower bound. */
 export function sampleValue (schema: Json | undefined, example?: unknown): unknown {
   if (example !== undefined) return example
   if (schema === undefined) return 'x'
-  if (schema.example !== undefined) return schema.example
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0]
   if (schema.default !== undefined) return schema.default
   if (Array.isArray(schema.enum)) return schema.enum[0]
   switch (schema.type) {

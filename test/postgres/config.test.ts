@@ -9,6 +9,7 @@ import { createStore } from '../../src/store/create-store.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 t.test('DATABASE_POOL_MAX and DATABASE_TIMEOUT_MS: defaults, and one-line errors for bad values', async (t) => {
   const config = loadConfig({})
@@ -35,18 +36,18 @@ t.test('the demo key is created on the embedded SQLite database only, never on P
   t.teardown(() => postgres.close())
   await postgres.migrate()
   t.equal(await apiKeysRepository(postgres).count(), 0, 'with no keys at all')
-  t.equal(await ensureDemoKey(postgres, config), undefined, 'PostgreSQL: no demo key')
+  t.equal(await ensureDemoKey(postgres, config, ALL_SCOPES), undefined, 'PostgreSQL: no demo key')
   t.equal(await apiKeysRepository(postgres).count(), 0, 'and none stored')
 
   // The same conditions on SQLite do create one, so the refusal above is the engine's doing.
   const sqlite = await createStore('sqlite::memory:')
   t.teardown(() => sqlite.close())
   await sqlite.migrate()
-  t.match(await ensureDemoKey(sqlite, config), /^psk_/, 'SQLite: a demo key')
+  t.match(await ensureDemoKey(sqlite, config, ALL_SCOPES), /^psk_/, 'SQLite: a demo key')
   const production = await createStore('sqlite::memory:')
   t.teardown(() => production.close())
   await production.migrate()
-  t.equal(await ensureDemoKey(production, { ...config, nodeEnv: 'production' }), undefined, 'SQLite in production: none')
+  t.equal(await ensureDemoKey(production, { ...config, nodeEnv: 'production' }, ALL_SCOPES), undefined, 'SQLite in production: none')
 
   // The server's own first start on a fresh PostgreSQL schema prints no key either.
   const fresh = await createTestSchema(t)

@@ -13,7 +13,7 @@ import { KEY_HASH_SLOTS } from '../../src/repositories/api-keys.js'
 import type { Store } from '../../src/store/types.js'
 import { tempDir, type Teardown } from '../helpers/app.js'
 import { expectError, expectUnauthorized } from '../helpers/assertions.js'
-import { document } from '../helpers/contract.js'
+import { ALL_SCOPES, document } from '../helpers/contract.js'
 import { bearer, limitedApp, limitHeaders, listInventory, START, testClock } from './helpers.js'
 
 const free = document.plans.free!
@@ -163,7 +163,7 @@ t.test(`an unknown key is remembered for ${KEY_GUARD_DEFAULTS.unknownKeyMs} ms: 
   t.equal(lookups(), 1, 'repeats are not looked up')
 
   // An operator creates a key with exactly this secret (as `keys create` would, had it drawn it).
-  await apiKeysRepository(store).create({ id: 'key_created_late', name: 'late', plan: 'free', keyHash: hashApiKey(secret), perMinute: null, perDay: null })
+  await apiKeysRepository(store).create({ id: 'key_created_late', name: 'late', plan: 'free', keyHash: hashApiKey(secret), perMinute: null, perDay: null, scopes: ALL_SCOPES })
   clock.advance(KEY_GUARD_DEFAULTS.unknownKeyMs - 1)
   expectUnauthorized(t, await from('198.51.100.1', secret), 'still refused just before the entry expires')
   t.equal(lookups(), 1)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { document } from '../helpers/contract.js'
+import { ALL_SCOPES, document } from '../helpers/contract.js'
 import { limitsFor } from '../../src/plugins/app/rate-limit-policy.js'
 import { bindingWindow, DAY_MS, MINUTE_MS, secondsUntil, unixSeconds, windowAt } from '../../src/rate-limit/windows.js'
 import type { ApiKeyRecord } from '../../src/store/types.js'
@@ -33,7 +33,7 @@ t.test('seconds are rounded up; Retry-After is at least 1', async (t) => {
 
 t.test('limits: an enterprise key\'s own, else its plan\'s from openapi.yaml, else the Free plan\'s', async (t) => {
   const key = (plan: string, perMinute: number | null = null, perDay: number | null = null): ApiKeyRecord =>
-    ({ id: 'k', name: 'k', plan, perMinute, perDay, createdAt: '', revokedAt: null })
+    ({ id: 'k', name: 'k', plan, perMinute, perDay, createdAt: '', revokedAt: null, scopes: ALL_SCOPES })
   // The plans as the app loads them from openapi.yaml; the numbers they must give are the product's.
   const { plans } = document
   t.same(limitsFor(key('enterprise', 5, 7), plans), { perMinute: 5, perDay: 7 })

@@ -15,6 +15,7 @@ import { tempDir } from '../helpers/app.js'
 import { typescriptArgs } from '../helpers/node-args.js'
 import { createTestSchema } from '../helpers/postgres.js'
 import { seededRandom } from '../helpers/random.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 /**
  * Caches are infrastructure: whichever repository method writes, through whichever of two
@@ -168,7 +169,7 @@ async function coherence (t: Test, open: () => Store, settle: () => Promise<void
     },
     async (i) => {
       const { id, hash } = generateApiKey()
-      await i.keys.create({ id, name: 'coherence', plan: 'free', keyHash: hash, perMinute: null, perDay: null })
+      await i.keys.create({ id, name: 'coherence', plan: 'free', keyHash: hash, perMinute: null, perDay: null, scopes: ALL_SCOPES })
       keys.push({ id, hash })
       return 'createApiKey'
     },

@@ -8,6 +8,7 @@ import { statement, type Arg } from '../../src/store/query.js'
 import type { Store } from '../../src/store/types.js'
 import { all, first, lockRow, run, tryLock, type Work } from '../../src/store/work.js'
 import type { StoreFactory } from '../store/store-suite.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 const SHIP = '2026-12-01T10:00:00.000Z'
 
@@ -153,8 +154,8 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     }), refused('out_of_range'), 'a restock past the bound')
     t.equal((await r.store.read(() => first(stockOf, { petId: 1 })))?.quantity, 2147483647, 'the stock is unchanged')
     await t.rejects(r.inventory.update(2, -1), refused('out_of_range'), 'a stock below 0 (the PATCH\'s own path)')
-    await r.apiKeys.create({ id: 'key_a', name: 'a', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null })
-    await t.rejects(r.apiKeys.create({ id: 'key_b', name: 'b', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null }), refused('already_exists'), 'a key hash taken')
+    await r.apiKeys.create({ id: 'key_a', name: 'a', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null, scopes: ALL_SCOPES })
+    await t.rejects(r.apiKeys.create({ id: 'key_b', name: 'b', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null, scopes: ALL_SCOPES }), refused('already_exists'), 'a key hash taken')
     await t.rejects(r.store.write(function * () {
       yield * lockRow('inventory', 99)
       return yield * all(addOrder, { petId: 99 })
@@ -225,11 +226,11 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
 
   t.test('API keys: created, found while active, listed, revoked once, counted', async (t) => {
     const r = await setUp(t, factory)
-    const key = { id: 'key_a', name: 'partner', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null }
+    const key = { id: 'key_a', name: 'partner', plan: 'pro', keyHash: 'hash-a', perMinute: null, perDay: null, scopes: ALL_SCOPES }
     const created = await r.apiKeys.create(key)
     t.match(created, { id: 'key_a', name: 'partner', plan: 'pro', perMinute: null, perDay: null, revokedAt: null })
     t.same(await r.apiKeys.findActive('hash-a'), created)
-    await r.apiKeys.create({ ...key, id: 'key_b', keyHash: 'hash-b', plan: 'enterprise', perMinute: 10, perDay: 100 })
+    await r.apiKeys.create({ ...key, id: 'key_b', keyHash: 'hash-b', plan: 'enterprise', perMinute: 10, perDay: 100, scopes: ALL_SCOPES })
     t.same((await r.apiKeys.list()).map((k) => k.id), ['key_a', 'key_b'])
     t.equal(await r.apiKeys.count(), 2)
     const revoked = await r.apiKeys.revoke('key_a')
@@ -238,7 +239,7 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     t.equal((await r.apiKeys.revoke('key_a'))?.revokedAt, revoked?.revokedAt, 'a second revocation keeps the first time')
     t.equal(await r.apiKeys.revoke('key_none'), undefined)
     const many = Array.from({ length: 40 }, (_, i) => `hash-${i}`)
-    await Promise.all(many.slice(0, 35).map((keyHash, i) => r.apiKeys.create({ ...key, id: `key_m${i}`, keyHash })))
+    await Promise.all(many.slice(0, 35).map((keyHash, i) => r.apiKeys.create({ ...key, id: `key_m${i}`, keyHash, scopes: ALL_SCOPES })))
     await r.apiKeys.revoke('key_m3')
     const found = await r.apiKeys.findActiveMany([...many, 'hash-a', 'hash-b'])
     t.same([...found.keys()].sort(), [...many.slice(0, 35).filter((keyHash) => keyHash !== 'hash-3'), 'hash-b'].sort(),

@@ -8,6 +8,7 @@ import app from '../../src/app.js'
 import { maskKeys } from '../../src/logger.js'
 import { issueApiKey } from '../../src/repositories/api-keys.js'
 import { serverLoggingToCapture } from '../helpers/log-capture.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 t.test('no key material in any log line, whatever the request; the authorization header is censored where headers are logged', async (t) => {
   const { server, config, texts: lines } = serverLoggingToCapture(t, 'trace')
@@ -17,7 +18,7 @@ t.test('no key material in any log line, whatever the request; the authorization
   await server.register(app, { config })
   await server.ready()
 
-  const valid = (await issueApiKey(server.store, { name: 'logged', plan: 'free' })).secret
+  const valid = (await issueApiKey(server.store, { name: 'logged', plan: 'free', scopes: ALL_SCOPES })).secret
   const unknown = `psk_${'Q'.repeat(43)}`
   const requests: { url: string, headers?: Record<string, string> }[] = [
     { url: '/v1/inventory', headers: { authorization: `Bearer ${valid}` } },
@@ -61,7 +62,7 @@ t.test('key material is masked wherever a client puts it: any header, a percent-
   await server.register(app, { config })
   await server.ready()
 
-  const valid = (await issueApiKey(server.store, { name: 'logged', plan: 'free' })).secret
+  const valid = (await issueApiKey(server.store, { name: 'logged', plan: 'free', scopes: ALL_SCOPES })).secret
   const body = valid.slice(4)
   const answers = await Promise.all([
     server.inject({ method: 'GET', url: '/v1/inventory', headers: { authorization: `Bearer ${valid}`, 'x-partner-key': valid, 'x-note': `token ${valid}` } }),

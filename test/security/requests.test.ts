@@ -14,6 +14,7 @@ import type { Store } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 const BODY_LIMIT = 1024
 const LEAK = /at .+:\d+:\d+|\.[jt]s:\d+|\/work\/|node_modules|Error:|SQLITE|ECONNREFUSED|\bstack\b/
@@ -85,7 +86,7 @@ t.test('on a real server: body limit, parser-level refusals and path traversal',
   const store = await createStore(databaseUrl)
   await store.migrate()
   const key = generateApiKey()
-  await apiKeysRepository(store).create({ id: key.id, name: 'security', plan: 'enterprise', keyHash: key.hash, perMinute: 1_000_000, perDay: 10_000_000 })
+  await apiKeysRepository(store).create({ id: key.id, name: 'security', plan: 'enterprise', keyHash: key.hash, perMinute: 1_000_000, perDay: 10_000_000, scopes: ALL_SCOPES })
   await store.close()
   const server = await startServer(t, { DATABASE_URL: databaseUrl, BODY_LIMIT: String(BODY_LIMIT) })
   const auth = `Authorization: Bearer ${key.secret}\r\n`
@@ -206,7 +207,7 @@ t.test('failures inside the service answer with a generic Error body: no stack t
     let broken = false
     const api = await buildTestApp(t, { store: failingStore(inner, fail, () => broken) })
     broken = true
-    const { secret } = await issueApiKey(inner, { name: 'failing', plan: 'enterprise', perMinute: 1_000_000, perDay: 10_000_000 })
+    const { secret } = await issueApiKey(inner, { name: 'failing', plan: 'enterprise', perMinute: 1_000_000, perDay: 10_000_000, scopes: ALL_SCOPES })
     const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }
     for (const [method, url, payload] of [['GET', '/v1/inventory'], ['PATCH', '/v1/inventory/1', '{"quantity":3}'], ['GET', '/v1/pets/1'], ['GET', '/v1/store/orders']] as const) {
       const res = await api.request({ method, url, headers, ...(payload === undefined ? {} : { payload }) })

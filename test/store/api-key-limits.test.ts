@@ -15,6 +15,7 @@ import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import type { Store } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 const refused: [string, { plan: string, perMinute?: number, perDay?: number }][] = [
   ['an unknown plan', { plan: 'gold' }],
@@ -52,12 +53,12 @@ for (const engine of ['sqlite', 'postgres'] as const) {
     await store.migrate()
 
     for (const [what, request] of refused) {
-      await t.rejects(issueApiKey(store, { name: what, ...request }), InvalidApiKeyError, `${what}: InvalidApiKeyError`)
+      await t.rejects(issueApiKey(store, { name: what, ...request, scopes: ALL_SCOPES }), InvalidApiKeyError, `${what}: InvalidApiKeyError`)
     }
-    const error = await issueApiKey(store, { name: 'x', plan: 'enterprise' }).then(() => undefined, (e: unknown) => e as Error)
+    const error = await issueApiKey(store, { name: 'x', plan: 'enterprise', scopes: ALL_SCOPES }).then(() => undefined, (e: unknown) => e as Error)
     t.equal(error?.message, 'the database refuses a key on plan "enterprise" with per-minute none and per-day none: the plan must be free, pro, business or enterprise, and an enterprise key needs both limits above 0', 'the message says what is wrong')
     for (const request of accepted) {
-      await t.resolves(issueApiKey(store, { name: 'ok', ...request }), `${JSON.stringify(request)} is accepted`)
+      await t.resolves(issueApiKey(store, { name: 'ok', ...request, scopes: ALL_SCOPES }), `${JSON.stringify(request)} is accepted`)
     }
     await t.rejects(insertRaw('gold', null), `${engine}: plain SQL cannot insert one either`)
     await t.rejects(insertRaw('enterprise', 5), `${engine}: nor an enterprise key with one limit`)

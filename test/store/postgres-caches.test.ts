@@ -11,6 +11,7 @@ import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { allOrders } from '../../src/repositories/orders.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 /**
  * The PostgreSQL store's caches across instances (src/store/postgres/index.ts): each instance
@@ -103,7 +104,7 @@ t.test('reads are served from memory while listening: a write that bypasses the 
   const psql = await sqlSession(t, schema)
   await addSyntheticPets(a!, 3)
   await a!.importCatalogue({ orders: [order(1, 2, 1, 'placed')] })
-  await apiKeysRepository(a!).create({ id: 'key_1', name: 'k', plan: 'free', keyHash: 'hash-1', perMinute: null, perDay: null })
+  await apiKeysRepository(a!).create({ id: 'key_1', name: 'k', plan: 'free', keyHash: 'hash-1', perMinute: null, perDay: null, scopes: ALL_SCOPES })
   await a!.syncChanges()
   const list = await a!.inventory.listJson()
   const pet = await petsRepository(a!).get(2)
@@ -254,7 +255,7 @@ t.test('a PATCH is announced once, by the writer after its commit; other writes 
   await psql.query(`LISTEN "petstore ${schema.schema}"`)
   await a!.inventory.update(2, 9)
   await a!.inventory.update(7, 9)
-  await apiKeysRepository(a!).create({ id: 'key_n', name: 'n', plan: 'free', keyHash: 'hash-n', perMinute: null, perDay: null })
+  await apiKeysRepository(a!).create({ id: 'key_n', name: 'n', plan: 'free', keyHash: 'hash-n', perMinute: null, perDay: null, scopes: ALL_SCOPES })
   await psql.query('SET petstore.announce = off')
   await psql.query('UPDATE inventory SET quantity = 1')
   await psql.query('RESET petstore.announce')
@@ -325,7 +326,7 @@ t.test('a lost listening connection: caches dropped, reads from the database unt
 
 t.test('a key revoked by another connection is refused once the notification has arrived', async (t) => {
   const { stores: [server, cli] } = await stores(t, 2)
-  const record = await apiKeysRepository(cli!).create({ id: 'key_r', name: 'r', plan: 'free', keyHash: 'hash-r', perMinute: null, perDay: null })
+  const record = await apiKeysRepository(cli!).create({ id: 'key_r', name: 'r', plan: 'free', keyHash: 'hash-r', perMinute: null, perDay: null, scopes: ALL_SCOPES })
   await server!.syncChanges()
   const first = apiKeysRepository(server!).findActive('hash-r')
   t.ok(first instanceof Promise, 'looked up: a promise')

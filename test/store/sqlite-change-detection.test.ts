@@ -9,6 +9,7 @@ import { addSyntheticPets } from '../../src/store/synthetic.js'
 import type { Store } from '../../src/store/types.js'
 import { tempDir } from '../helpers/app.js'
 import { petsRepository } from '../../src/repositories/pets.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 // The SQLite store reuses the inventory list text and key lookups while the database is
 // unchanged. These tests write through OTHER connections to the same file (as the keys CLI,
@@ -77,14 +78,14 @@ t.test('writes from outside the store API (plain SQL on another connection) are 
 t.test('a key revoked through another connection stops working at the next lookup', async (t) => {
   const { server, other } = await twoConnections(t)
   const key = generateApiKey()
-  await apiKeysRepository(other).create({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
+  await apiKeysRepository(other).create({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null, scopes: ALL_SCOPES })
   t.equal((await apiKeysRepository(server).findActive(key.hash))?.id, key.id, 'a key created by another connection (the keys CLI) is found')
   t.equal((await apiKeysRepository(server).findActive(key.hash))?.id, key.id, 'and found again')
   await apiKeysRepository(other).revoke(key.id)
   t.equal(await apiKeysRepository(server).findActive(key.hash), undefined, 'revoked elsewhere: gone at once')
 
   const second = generateApiKey()
-  await apiKeysRepository(server).create({ id: second.id, name: 'k2', plan: 'pro', keyHash: second.hash, perMinute: null, perDay: null })
+  await apiKeysRepository(server).create({ id: second.id, name: 'k2', plan: 'pro', keyHash: second.hash, perMinute: null, perDay: null, scopes: ALL_SCOPES })
   t.equal((await apiKeysRepository(server).findActive(second.hash))?.plan, 'pro')
   await apiKeysRepository(server).revoke(second.id)
   t.equal(await apiKeysRepository(server).findActive(second.hash), undefined, 'revoked through the same store: gone at once')
@@ -93,7 +94,7 @@ t.test('a key revoked through another connection stops working at the next looku
 t.test('a key lookup is answered in the same call, without a promise, and is as current as an awaited one', async (t) => {
   const { server, other } = await twoConnections(t)
   const key = generateApiKey()
-  await apiKeysRepository(other).create({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null })
+  await apiKeysRepository(other).create({ id: key.id, name: 'k', plan: 'free', keyHash: key.hash, perMinute: null, perDay: null, scopes: ALL_SCOPES })
   await nextTurn()
   const found = apiKeysRepository(server).findActive(key.hash)
   t.notOk(found instanceof Promise, 'not a promise')

@@ -8,6 +8,7 @@ import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { allOrders } from '../../src/repositories/orders.js'
+import { ALL_SCOPES } from '../helpers/contract.js'
 
 /** A fresh, migrated, empty store of one engine, closed (and its storage removed) in teardown. */
 export type StoreFactory = (t: Teardown) => Promise<Store>
@@ -186,17 +187,17 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
 
   t.test('API keys: create, look up by hash, list in creation order, revoke once', async (t) => {
     const store = await factory(t)
-    const a = await apiKeysRepository(store).create({ id: 'key_a', name: 'first', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null })
+    const a = await apiKeysRepository(store).create({ id: 'key_a', name: 'first', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null, scopes: ALL_SCOPES })
     t.match(a, { id: 'key_a', name: 'first', plan: 'free', perMinute: null, perDay: null, revokedAt: null })
     t.match(a.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
     await new Promise((resolve) => setTimeout(resolve, 5))
-    const b = await apiKeysRepository(store).create({ id: 'key_0', name: 'second', plan: 'enterprise', keyHash: 'hash-b', perMinute: MAX_QUANTITY, perDay: 100000 })
+    const b = await apiKeysRepository(store).create({ id: 'key_0', name: 'second', plan: 'enterprise', keyHash: 'hash-b', perMinute: MAX_QUANTITY, perDay: 100000, scopes: ALL_SCOPES })
     t.same({ perMinute: b.perMinute, perDay: b.perDay }, { perMinute: MAX_QUANTITY, perDay: 100000 })
     t.equal(await apiKeysRepository(store).count(), 2)
     t.same((await apiKeysRepository(store).list()).map((k) => k.id), ['key_a', 'key_0'], 'ordered by creation time, not id')
     t.same(await apiKeysRepository(store).findActive('hash-a'), a)
     t.equal(await apiKeysRepository(store).findActive('hash-x'), undefined)
-    await t.rejects(apiKeysRepository(store).create({ id: 'key_c', name: 'dup', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null }), 'a hash is unique')
+    await t.rejects(apiKeysRepository(store).create({ id: 'key_c', name: 'dup', plan: 'free', keyHash: 'hash-a', perMinute: null, perDay: null, scopes: ALL_SCOPES }), 'a hash is unique')
 
     const revoked = await apiKeysRepository(store).revoke('key_a')
     t.match(revoked, { id: 'key_a', name: 'first' })

@@ -33,6 +33,19 @@ const notChecked = () => new ApiError('rate_limited',
   'too many requests without a valid API key from this client address: the key was not checked; retry in 1 s', { 'retry-after': '1' })
 const busy = () => new ApiError('service_unavailable', 'too many API keys are being checked at once; retry in 1 s', { 'retry-after': '1' })
 
+/**
+ * The scope the route's operation needs (its security requirement in openapi.yaml, given to the
+ * route by src/contract/operations.ts), when the request's key does not hold it: 403 with the
+ * RFC 6750 §3.1 challenge. Routes without an operation (404, 405) need no scope.
+ */
+function missingScope (request: FastifyRequest): ApiError | undefined {
+  const { scope, operationId } = request.routeOptions.config
+  if (scope === undefined || request.apiKey === null || request.apiKey.scopes.includes(scope)) return undefined
+  request.server.metrics?.authFailure('insufficient_scope')
+  return new ApiError('insufficient_scope', `the API key lacks the scope ${scope}, which ${operationId ?? 'this operation'} needs`,
+    { 'www-authenticate': `${BEARER_REALM}, error="insufficient_scope", scope="${scope}"` })
+}
+
 /** identify's refusals, by code: an invalid key, or one the key guard did not let it look up. */
 const keyFailureReasons: Partial<Record<ErrorCode, AuthFailureReason>> = {
   unauthorized: 'invalid_key',
@@ -69,7 +82,7 @@ function accept (record: ApiKeyRecord | KeyRefusal | undefined, request: Fastify
  * Every request of the scope it is registered in (/v1), in one onRequest pass, before the body is
  * read or the path validated: identify the API key (bearer-auth reads the header, `identify`
  * judges the key), let the limiter count the request (failed authentications too, per client
- * address), then answer 401 when the key was not accepted. A key that could not be looked up
+ * address), then answer 401 when the key was not accepted, 403 when it lacks the operation's scope. A key that could not be looked up
  * (storage down, or too many keys waiting for a lookup) is answered 503, uncounted.
  */
 async function authentication (app: FastifyInstance) {
@@ -97,12 +110,20 @@ async function authentication (app: FastifyInstance) {
       }
       const failure = error === undefined ? undefined : (error instanceof ApiError ? error : headerFailures[(error as { code?: string }).code ?? ''] ?? error)
       if (error !== undefined) metrics?.authFailure((error instanceof ApiError ? keyFailureReasons[error.code] : headerFailureReasons[(error as { code?: string }).code ?? '']) ?? 'error')
-      app.rateLimits.count(request, reply, failure === undefined ? request.apiKey : null, (error) => { done(error ?? failure) })
+      // A valid key without the operation's scope is counted against the key, like any request of
+      // it, then refused (unless the limiter refuses it first).
+      const refusal = failure ?? missingScope(request)
+      app.rateLimits.count(request, reply, failure === undefined ? request.apiKey : null, (error) => { done(error ?? refusal) })
     })
   })
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope of bearerAuth the route's operation needs (src/contract/operations.ts). */
+    scope?: string
+    operationId?: string
+  }
   interface FastifyRequest {
     /** The caller's active API key, once authentication has resolved it. */
     apiKey: ApiKeyRecord | null

@@ -13,7 +13,7 @@ export type RateLimitOutcome = 'allowed' | 'limited' | 'banned' | 'failed_open'
  * the key guard kept from the store (src/authentication/key-guard.ts); `error` is a failure none of
  * the others name (a bug).
  */
-export type AuthFailureReason = 'missing' | 'scheme' | 'invalid_key' | 'key_not_checked' | 'key_checks_busy' | 'storage_unavailable' | 'error'
+export type AuthFailureReason = 'missing' | 'scheme' | 'invalid_key' | 'insufficient_scope' | 'key_not_checked' | 'key_checks_busy' | 'storage_unavailable' | 'error'
 
 /** What the rest of the app reports; `app.metrics` is null without METRICS_PORT, so nothing is kept. */
 export interface Metrics {

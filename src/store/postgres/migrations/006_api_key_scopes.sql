@@ -1,0 +1,5 @@
+-- Never edit a migration that has shipped: add the next number.
+-- The scopes an API key holds (openapi.yaml, bearerAuth's x-scopes), separated by spaces. Keys
+-- issued before scopes existed hold every scope, as a key made without --scopes does. A change of
+-- a key's scopes is announced by the api_keys trigger (migration 004), as a revocation is.
+ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'inventory:read inventory:write orders:read orders:write webhooks';
