@@ -122,8 +122,8 @@ const wholeNumber = (option: string, value: string | undefined, fallback: number
 // An A/B's rounds alternate which build goes first: an even count gives each order the same weight.
 const rounds = wholeNumber('rounds', args!.rounds, quick ? 1 : baselineDir === undefined ? 5 : 6, 1)
 // Whole seconds: wrk takes no fractions.
-const durationSec = wholeNumber('duration', args!.duration, quick ? 1 : 5, 1)
-const warmupSec = wholeNumber('warmup', args!.warmup, quick ? 0 : 3, 0)
+const durationSec = wholeNumber('duration', args!.duration, quick ? 1 : 4, 1)
+const warmupSec = wholeNumber('warmup', args!.warmup, quick ? 0 : 2, 0)
 
 const workloads = allWorkloads
   .filter((w) => onlyWorkloads.includes(w.id))
@@ -187,6 +187,8 @@ const payloads = new Map<number, string>()
 const cells: Cell[] = workloads.flatMap((w) => w.configs.map((config) => ({ workload: w.id, config, samples: [] as Sample[] })))
 const startedAt = new Date()
 const loadBefore = loadavg()
+// What is compiled and measured: the working tree as the run starts.
+const checkouts = { this: checkout(projectRoot), baseline: baselineDir === undefined ? undefined : checkout(baselineDir) }
 let failed = false
 
 // ---- Measurement ----------------------------------------------------------------------------
@@ -366,8 +368,8 @@ const meta = {
   rounds,
   durationSec,
   warmupSec,
-  checkout: checkout(projectRoot),
-  ...(baselineDir === undefined ? {} : { baseline: { dir: baselineDir, checkout: checkout(baselineDir) } }),
+  checkout: checkouts.this,
+  ...(baselineDir === undefined ? {} : { baseline: { dir: baselineDir, checkout: checkouts.baseline } }),
   loadAverage: { before: loadBefore, after: loadavg() },
   notes
 }
