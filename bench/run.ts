@@ -153,17 +153,19 @@ const pg = new Postgres(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@1
 const pgPrefix = `petstore_bench_${process.pid}`
 const pgDatabases = new Set<string>()
 let running: Server | undefined
-let cleaned = false
+let cleaning: Promise<void> | undefined
 
-async function cleanup (): Promise<void> {
-  if (cleaned) return
-  cleaned = true
-  await running?.stop().catch(() => {})
-  for (const name of pgDatabases) await pg.drop(name).catch((e: Error) => console.error(`could not drop ${name}: ${e.message}`))
-  rmSync(scratch, { recursive: true, force: true })
-  rmSync(buildDir, { recursive: true, force: true })
-  // Gone again unless a report went there (a fresh clone has no bench/out/).
-  try { rmdirSync(dirname(buildDir)) } catch { /* not empty */ }
+/** Stops the server, drops the databases, removes the files; once, however often it is called. */
+function cleanup (): Promise<void> {
+  cleaning ??= (async () => {
+    await running?.stop().catch(() => {})
+    for (const name of pgDatabases) await pg.drop(name).catch((e: Error) => console.error(`could not drop ${name}: ${e.message}`))
+    rmSync(scratch, { recursive: true, force: true })
+    rmSync(buildDir, { recursive: true, force: true })
+    // Gone again unless a report went there (a fresh clone has no bench/out/).
+    try { rmdirSync(dirname(buildDir)) } catch { /* not empty */ }
+  })()
+  return cleaning
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => { void cleanup().finally(() => process.exit(130)) })
 
