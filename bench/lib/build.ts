@@ -1,19 +1,20 @@
-/** The service compiled as `npm start` runs it, into a directory of the benchmark's own. */
+/** The service compiled as production runs it (`npm run build`), into a directory of the run's own. */
 import { spawnSync } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { join, relative } from 'node:path'
+import { relative } from 'node:path'
 import { projectRoot } from '../../src/contract/paths.js'
 
 /**
- * Compiles the service (`tsc -p tsconfig.build.json`) into `outDir`, emptied first, so that a
- * `dist/` other processes use is left alone. tsc emits the JavaScript even when it reports type
- * errors: `ok` says whether it did, `entry` is the server to start.
+ * Compiles src/ and handlers/ (`tsc -p tsconfig.build.json`) into `outDir`, inside the project
+ * so that the compiled code finds the project's package.json, openapi.yaml and node_modules, and
+ * apart from dist/ so that a build others use is left alone. tsc emits the JavaScript even when it
+ * reports type errors: `ok` says whether it did.
  */
-export function compileService (outDir: string): { entry: string, ok: boolean } {
+export function compileService (outDir: string): { ok: boolean } {
   rmSync(outDir, { recursive: true, force: true })
   console.log(`Compiling the service (tsc -p tsconfig.build.json) into ${relative(projectRoot, outDir)}/`)
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
   const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: projectRoot, stdio: 'inherit' })
-  return { entry: join(outDir, 'src', 'server.js'), ok: build.status === 0 }
+  return { ok: build.status === 0 }
 }

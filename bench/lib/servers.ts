@@ -1,155 +1,90 @@
-/** Starts each configuration as its own server process, pinned to one core, and stops it. */
-import { type ChildProcess, spawn } from 'node:child_process'
+/** The server of one measurement: a process of its own, pinned to one core, stopped afterwards. */
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, mkdirSync, openSync } from 'node:fs'
-import { join } from 'node:path'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { projectRoot } from '../../src/contract/paths.js'
-import { ONE_CORE_FLAG } from '../../src/startup.js'
-import { freePort } from '../../test/helpers/ports.js'
 import { cpuSeconds } from './proc.js'
 
-export interface ServerHandle {
-  name: string
-  pid: number
-  baseUrl: string
-  logFile: string
-  child: ChildProcess
-  stop (): Promise<void>
-  /**
-   * Stops this process and starts a new one with the same options (on a new port, over the same
-   * data): `--fresh-processes` gives every round processes of its own (bench/README.md, "One
-   * process is one draw").
-   */
-  restart (): Promise<ServerHandle>
-}
-
-export interface StartOptions {
-  name: string
-  /** The entry point: a .ts file runs through tsx, a .js file as it is. */
-  entry: string
+export interface ServerSpec {
+  /** node's arguments after its own flags: `--import tsx` where needed, then the entry file. */
+  args: string[]
   env: Record<string, string>
   cwd: string
-  logDir: string
-  /** Core to pin the process to (taskset -c); undefined: no pinning. */
-  core: number | undefined
-  /** Directory for --cpu-prof output, when profiling. */
-  cpuProfileDir?: string | undefined
-  /** Appends to the log file instead of replacing it (a restarted server keeps its predecessors' lines). */
-  appendLog?: boolean
 }
 
-// The tests' helper: one definition of how a free loopback port is found.
-export { freePort }
-
-/**
- * V8 flags of a server pinned to one core: the setting docs/operations.md ("One core") gives for
- * a process confined to one core. V8's concurrent marking runs on helper threads, which on one
- * core take turns with the event loop: in stall-100k every major collection (about one a second,
- * from the Buffers of re-encoded list chunks) stretched the turns it overlapped from ~12 to 25-35
- * ms. With the collector on the main thread the longest /healthz wait fell from 31-38 to 14-28 ms
- * at the same CPU per answer (bench/README.md, "The stall check").
- */
-export const ONE_CORE_NODE_FLAGS: readonly string[] = [ONE_CORE_FLAG]
-
-/** How long a server may take to answer /healthz after it was started. */
-const START_TIMEOUT_MS = 180_000
-
-/**
- * Servers that may be starting at once. They share the one pinned core, and Fastify gives each
- * plugin 10 s to load: a --quick run starting its 30 servers together failed in CI with
- * "Plugin did not start in time". The rest wait their turn; the total time is the same.
- */
-const MAX_STARTING = 3
-let startingNow = 0
-const waitingToStart: (() => void)[] = []
-
-export async function startServer (options: StartOptions): Promise<ServerHandle> {
-  while (startingNow >= MAX_STARTING) await new Promise<void>((resolve) => waitingToStart.push(resolve))
-  startingNow++
-  try {
-    return await startOne(options)
-  } finally {
-    startingNow--
-    waitingToStart.shift()?.()
-  }
+export interface Server {
+  pid: number
+  baseUrl: string
+  stop (): Promise<void>
 }
 
-async function startOne (options: StartOptions): Promise<ServerHandle> {
+/**
+ * V8's collector on the main thread, as docs/operations.md ("One core") advises for a process
+ * confined to one core: its marking threads would otherwise take turns with the event loop.
+ */
+const ONE_CORE_FLAGS = ['--single-threaded-gc']
+const START_TIMEOUT_MS = 60_000
+
+export function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+const logTail = (file: string) => readFileSync(file, 'utf8').trim().split('\n').slice(-8).join('\n  ')
+
+/** Starts a server with PORT and HOST set, pinned to `core`; resolves once it answers /healthz. */
+export async function startServer (spec: ServerSpec, core: number | undefined, logFile: string): Promise<Server> {
   const port = await freePort()
-  const nodeArgs = options.entry.endsWith('.ts') ? ['--import', 'tsx'] : []
-  if (options.cpuProfileDir !== undefined) {
-    mkdirSync(options.cpuProfileDir, { recursive: true })
-    nodeArgs.push('--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir)
-  }
-  if (options.core !== undefined) nodeArgs.unshift(...ONE_CORE_NODE_FLAGS)
-  const logFile = join(options.logDir, `${options.name}.log`)
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, PORT: String(port), HOST: '127.0.0.1' }
-  // BENCH_LOOP_DELAY_DIR: each server also writes its longest event-loop delay and its collections
-  // per 200 ms to DIR/<name>.jsonl (bench/lib/loop-delay.mjs), the server's own view of a stall.
-  const loopDelayDir = process.env.BENCH_LOOP_DELAY_DIR
-  if (loopDelayDir !== undefined && loopDelayDir !== '' && options.env.LOOP_DELAY_FILE === undefined) {
-    mkdirSync(loopDelayDir, { recursive: true })
-    env.LOOP_DELAY_FILE = join(loopDelayDir, `${options.name}.jsonl`)
-    nodeArgs.unshift(`--import=${join(projectRoot, 'bench', 'lib', 'loop-delay.mjs')}`)
-  }
-  nodeArgs.push(options.entry)
-  const log = openSync(logFile, options.appendLog === true ? 'a' : 'w')
-  // taskset execs node, so the pid is the server's own.
-  const child = options.core === undefined
-    ? spawn(process.execPath, nodeArgs, { cwd: options.cwd, env, stdio: ['ignore', log, log] })
-    : spawn('taskset', ['-c', String(options.core), process.execPath, ...nodeArgs], { cwd: options.cwd, env, stdio: ['ignore', log, log] })
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...spec.env, PORT: String(port), HOST: '127.0.0.1' }
+  const nodeArgs = [...(core === undefined ? [] : ONE_CORE_FLAGS), ...spec.args]
+  const log = openSync(logFile, 'w')
+  // taskset execs node, so the child's pid is the server's own.
+  const child = core === undefined
+    ? spawn(process.execPath, nodeArgs, { cwd: spec.cwd, env, stdio: ['ignore', log, log] })
+    : spawn('taskset', ['-c', String(core), process.execPath, ...nodeArgs], { cwd: spec.cwd, env, stdio: ['ignore', log, log] })
   closeSync(log)
   const exited = once(child, 'exit')
   const baseUrl = `http://127.0.0.1:${port}`
-
-  // Every server of a run starts at once, pinned to the one server core, while the later datasets
-  // are still being filled: a --quick run with every configuration starts about 30 processes
-  // there. 60 s was too short for that in CI (a healthy sqlite-100 was killed unanswered).
   const deadline = Date.now() + START_TIMEOUT_MS
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${options.name} exited before it was ready; see ${logFile}`)
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${spec.args.at(-1)} exited before it answered:\n  ${logTail(logFile)}`)
     try {
-      const res = await fetch(`${baseUrl}/healthz`)
-      if (res.ok) break
+      if ((await fetch(`${baseUrl}/healthz`)).ok) break
     } catch { /* not listening yet */ }
     if (Date.now() > deadline) {
       child.kill('SIGKILL')
-      throw new Error(`${options.name} did not answer /healthz within ${START_TIMEOUT_MS / 1000} s; see ${logFile}`)
+      throw new Error(`${spec.args.at(-1)} did not answer /healthz within ${START_TIMEOUT_MS / 1000} s:\n  ${logTail(logFile)}`)
     }
-    await sleep(100)
-  }
-
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGTERM')
-    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
-    await exited
-    clearTimeout(killer)
+    await sleep(50)
   }
   return {
-    name: options.name,
     pid: child.pid!,
     baseUrl,
-    logFile,
-    child,
-    stop,
-    restart: async () => {
-      await stop()
-      return await startServer({ ...options, appendLog: true })
+    async stop () {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGTERM')
+      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      await exited
+      clearTimeout(killer)
     }
   }
 }
 
-/** Waits until a server has finished the work a run left queued (its CPU use falls off). */
-export async function waitIdle (pid: number, maxMs = 30_000): Promise<void> {
-  const deadline = Date.now() + maxMs
+/** Waits (5 s at most) until a server has finished the work the warm-up left queued. */
+export async function waitIdle (pid: number): Promise<void> {
+  const deadline = Date.now() + 5000
   let last = cpuSeconds(pid)
   while (Date.now() < deadline) {
     await sleep(200)
     const now = cpuSeconds(pid)
-    if (now === undefined || last === undefined) return
-    if (now - last < 0.02) return
+    if (now === undefined || last === undefined || now - last < 0.02) return
     last = now
   }
 }

@@ -1,24 +1,28 @@
 /**
  * The peer the issue compares against: the same API on Express 5, with express-openapi-validator
  * (requests and responses checked against the same openapi.yaml), express-rate-limit (a
- * per-minute and a per-day window, per API key) and a key lookup on every request, on the same
- * store module as the service (createStore from src/store/create-store.ts).
+ * per-minute and a per-day window, per API key) and a key lookup on every request. It shares the
+ * service's store (createStore from src/store/create-store.ts), through five methods of its Store
+ * interface (src/store/types.ts): findActiveApiKey, listInventory, updateInventory, getPet and
+ * close. That interface has no way to place an order, so the peer serves no POST /store/orders.
  * Small on purpose: it is what a straightforward Express build of this API costs, nothing more.
+ *
+ * Environment: DATABASE_URL (a database the service's CLI made), PORT, HOST.
  */
+import { hash } from 'node:crypto'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import * as OpenApiValidator from 'express-openapi-validator'
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit'
 import { loadDocument } from '../../src/contract/document.js'
-import { hashApiKey } from '../../src/repositories/api-keys.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { ApiKeyRecord } from '../../src/store/types.js'
 
 const port = Number(process.env.PORT ?? 0)
+const host = process.env.HOST ?? '127.0.0.1'
 const databaseUrl = process.env.DATABASE_URL ?? 'sqlite:./data/petstore.db'
 
 const document = await loadDocument()
 const store = await createStore(databaseUrl)
-await store.migrate()
 
 type KeyedRequest = Request & { apiKey?: ApiKeyRecord }
 
@@ -61,7 +65,8 @@ app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }) })
 app.use('/v1', async (req: KeyedRequest, _res, next) => {
   const header = req.headers.authorization
   if (header?.startsWith('Bearer ')) {
-    const record = await store.findActiveApiKey(hashApiKey(header.slice('Bearer '.length)))
+    // The service stores the SHA-256 of a key, in hex.
+    const record = await store.findActiveApiKey(hash('sha256', header.slice('Bearer '.length), 'hex'))
     if (record !== undefined) req.apiKey = record
   }
   next()
@@ -101,13 +106,12 @@ app.get('/v1/pets/:petId', async (req, res) => {
   if (pet === undefined) return sendError(res, 404, `no pet with id ${req.params.petId}`)
   res.json(pet)
 })
-app.get('/v1/store/orders', async (_req, res) => { res.json(await store.listOrders()) })
 
 app.use((error: Error & { status?: number }, _req: Request, res: Response, _next: NextFunction) => {
   sendError(res, error.status ?? 500, error.message)
 })
 
-const server = app.listen(port, '127.0.0.1')
+const server = app.listen(port, host)
 const stop = () => { server.close(() => { void store.close().then(() => process.exit(0)) }) }
 process.on('SIGTERM', stop)
 process.on('SIGINT', stop)

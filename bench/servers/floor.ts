@@ -1,8 +1,8 @@
 /**
  * The floor (issue 23): what a perfect implementation of the service would cost for the requests
- * of the benchmark's workloads `list-100`, `list-10k`, `patch`, `get-pet`, `place-order`,
- * `deliver` and `orders-pages`. Bare Fastify (no plugin) doing only the work those requests
- * cannot avoid, each step the cheapest way this machine offers:
+ * of the benchmark's workloads `list-100`, `list-10k`, `patch`, `get-pet` and `place-order`. Bare
+ * Fastify (no plugin) doing only the work those requests cannot avoid, each step the cheapest way
+ * this machine offers:
  *
  * - HTTP's framing rules checked (Host once and valid, one Authorization), the request id kept or
  *   made (randomUUID), the security headers set from one constant object;
@@ -31,7 +31,7 @@
  * Left out, because the service does not have to do them per request: a per-request logger (at
  * LOG_LEVEL=warn nothing is logged), response validation (the bodies are built from typed values),
  * the key guard (every active key is in memory: a guessed key costs a hash and a Map lookup).
- * Not served: Idempotency-Key (place-order-idem), orders by id, cancelling, /readyz, the docs.
+ * Not served: Idempotency-Key, listing, changing or cancelling orders, /readyz, the docs.
  *
  * Environment: DATABASE_FILE (a SQLite file made by the service's migrations), PORT, HOST.
  */
@@ -42,7 +42,6 @@ import type { Ajv } from 'ajv'
 import Database from 'better-sqlite3'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { ApiError, notFound } from '../../src/contract/errors.js'
-import { decodeCursor, encodeCursor, nextPageLink } from '../../src/contract/paging.js'
 import { loadDocument } from '../../src/contract/document.js'
 import { replyHeadersStarter } from '../../src/plugins/external/reply-headers.js'
 
@@ -58,7 +57,7 @@ const publicBaseUrl = `http://${host}:${port}`
 /**
  * The security headers of every service response (helmet with the service's options), as a real
  * response of the service sends them. bench/run.ts compares every header of the floor's answers
- * with the service's before it measures, and stops when they differ.
+ * with the service's in its first round, and stops when they differ (bench/lib/floor-check.ts).
  */
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': "default-src 'none';base-uri 'none';form-action 'none';frame-ancestors 'none'",
@@ -155,7 +154,6 @@ interface Entry { quantity: number, reserved: number }
 type Status = 'available' | 'pending' | 'sold'
 /** A body and what is derived from it, kept while it is current. */
 interface Representation { bytes: Buffer, etag: string, encoded: Partial<Record<Coding, Promise<Buffer>>> }
-interface OrderRow { id: number, petId: number, quantity: number, shipDate: string, status: string, complete: number }
 
 const sql = {
   dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
@@ -168,8 +166,6 @@ const sql = {
   setQuantity: db.prepare<[number, number]>('UPDATE inventory SET quantity = ? WHERE pet_id = ?'),
   insertOrder: db.prepare<[number, number, string], { id: number }>(
     "INSERT INTO orders (pet_id, quantity, ship_date, status, complete) VALUES (?, ?, ?, 'placed', 0) RETURNING id"),
-  order: db.prepare<[number], OrderRow>('SELECT id, pet_id AS petId, quantity, ship_date AS shipDate, status, complete FROM orders WHERE id = ?'),
-  setOrderStatus: db.prepare<[string, number, number]>('UPDATE orders SET status = ?, complete = ? WHERE id = ?'),
   pruneChangeLog: db.prepare(`DELETE FROM list_changes WHERE seq <= (SELECT MIN(seq) FROM list_changes) + 1000
     AND seq < (SELECT MAX(seq) FROM list_changes) - ${CHANGES_KEPT}`)
 }
@@ -557,55 +553,6 @@ app.register(async (v1) => {
       reply.header('location', `/v1/store/orders/${placed}`)
       return reply.code(201).send({ id: placed, petId, quantity, shipDate, status: 'placed', complete: false })
     })
-
-  v1.patch<{ Params: { orderId: number }, Body: { status: 'approved' | 'delivered' } }>('/store/orders/:orderId', { schema: schemasOf('updateOrder', '200') },
-    async function updateOrder (request) {
-      const { orderId } = request.params
-      const { status } = request.body
-      const outcome = await commit(() => {
-        const order = sql.order.get(orderId)
-        if (order === undefined) return notFound(`no order with id ${orderId}`)
-        if (order.status === status) return order
-        if (order.status === 'delivered') return new ApiError('invalid_transition', `order ${orderId} is ${order.status}; it cannot become ${status}`)
-        const entry = entries.get(order.petId)
-        if (status === 'delivered') {
-          const stock = entry?.quantity ?? 0
-          if (stock < order.quantity) return new ApiError('insufficient_stock', `pet ${order.petId} has ${stock} units in stock; order ${orderId} needs ${order.quantity}`)
-          sql.setQuantity.run(stock - order.quantity, order.petId)
-          entry!.quantity = stock - order.quantity
-          entry!.reserved -= order.quantity
-          changed(order.petId)
-        }
-        sql.setOrderStatus.run(status, status === 'delivered' ? 1 : 0, orderId)
-        return { ...order, status, complete: status === 'delivered' ? 1 : 0 }
-      })
-      if (outcome instanceof ApiError) throw outcome
-      return { ...outcome, complete: outcome.complete === 1 }
-    })
-
-  // A page of orders: one query per request (no write happens while the workload pages), its tag
-  // hashed per response, as the service hashes a body it did not keep.
-  const pageQueries = new Map<string, Database.Statement<unknown[], OrderRow>>()
-  v1.get<{ Querystring: { status?: string[], petId?: number, limit?: number, cursor?: string } }>('/store/orders', { schema: schemasOf('listOrders', '200') },
-    async function listOrders (request, reply) {
-      const { status, petId, limit = 100, cursor } = request.query
-      const afterId = cursor === undefined ? undefined : decodeCursor(cursor)
-      const pending = afterWrites()
-    if (pending !== undefined) await pending
-      const shape = `${afterId !== undefined} ${petId !== undefined} ${status?.length ?? 0}`
-      let query = pageQueries.get(shape)
-      if (query === undefined) {
-        const where = [afterId !== undefined ? 'id > ?' : '', petId !== undefined ? 'pet_id = ?' : '', status !== undefined ? `status IN (${status.map(() => '?').join(', ')})` : ''].filter(Boolean)
-        query = db.prepare<unknown[], OrderRow>(`SELECT id, pet_id AS petId, quantity, ship_date AS shipDate, status, complete FROM orders
-          ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`)
-        pageQueries.set(shape, query)
-      }
-      const rows = query.all(...[afterId, petId, ...(status ?? [])].filter((v) => v !== undefined), limit + 1)
-      const page = rows.slice(0, limit)
-      if (rows.length > limit) reply.header('link', nextPageLink('/v1/store/orders', { status, petId, limit }, encodeCursor(page.at(-1)!.id)))
-      const body = JSON.stringify(page.map((o) => ({ ...o, complete: o.complete === 1 })))
-      return sendJson(request, reply, representation(Buffer.from(body)))
-    })
 }, { prefix: '/v1' })
 
 declare module 'fastify' {
@@ -615,7 +562,7 @@ declare module 'fastify' {
 }
 
 await app.listen({ port, host })
-// Exits normally on SIGTERM (the benchmark's stop), which is when node --cpu-prof writes its profile.
+// On SIGTERM (the benchmark's stop) the writes still queued are committed before the file is closed.
 process.once('SIGTERM', () => {
   app.close().then(() => {
     if (queue.length > 0) flush()
