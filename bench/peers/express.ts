@@ -2,9 +2,9 @@
  * The peer the issue compares against: the same API on Express 5, with express-openapi-validator
  * (requests and responses checked against the same openapi.yaml), express-rate-limit (a
  * per-minute and a per-day window, per API key) and a key lookup on every request. It shares the
- * service's store (createStore from src/store/create-store.ts), through five methods of its Store
- * interface (src/store/types.ts): findActiveApiKey, listInventory, updateInventory, getPet and
- * close. That interface has no way to place an order, so the peer serves no POST /store/orders.
+ * service's store (createStore from src/store/create-store.ts) through the service's repositories
+ * (src/repositories/: a key by hash, the inventory list, PATCH, a pet), which it reads without its
+ * caches' help beyond what the repositories give. It serves no POST /store/orders.
  * Small on purpose: it is what a straightforward Express build of this API costs, nothing more.
  *
  * Environment: DATABASE_URL (a database the service's CLI made), PORT, HOST.
@@ -14,6 +14,9 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import * as OpenApiValidator from 'express-openapi-validator'
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit'
 import { loadDocument } from '../../src/contract/document.js'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { petsRepository } from '../../src/repositories/pets.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { ApiKeyRecord } from '../../src/store/types.js'
 
@@ -23,6 +26,9 @@ const databaseUrl = process.env.DATABASE_URL ?? 'sqlite:./data/petstore.db'
 
 const document = await loadDocument()
 const store = await createStore(databaseUrl)
+const keys = apiKeysRepository(store)
+const inventory = inventoryRepository(store)
+const pets = petsRepository(store)
 
 type KeyedRequest = Request & { apiKey?: ApiKeyRecord }
 
@@ -66,7 +72,7 @@ app.use('/v1', async (req: KeyedRequest, _res, next) => {
   const header = req.headers.authorization
   if (header?.startsWith('Bearer ')) {
     // The service stores the SHA-256 of a key, in hex.
-    const record = await store.findActiveApiKey(hash('sha256', header.slice('Bearer '.length), 'hex'))
+    const record = await keys.findActive(hash('sha256', header.slice('Bearer '.length), 'hex'))
     if (record !== undefined) req.apiKey = record
   }
   next()
@@ -95,14 +101,14 @@ app.use(OpenApiValidator.middleware({
   }
 }))
 
-app.get('/v1/inventory', async (_req, res) => { res.json(await store.listInventory()) })
+app.get('/v1/inventory', async (_req, res) => { res.json(await inventory.list()) })
 app.patch('/v1/inventory/:petId', async (req, res) => {
-  const item = await store.updateInventory(Number(req.params.petId), (req.body as { quantity: number }).quantity)
+  const item = await inventory.update(Number(req.params.petId), (req.body as { quantity: number }).quantity)
   if (item === undefined) return sendError(res, 404, `no inventory entry for pet ${req.params.petId}`)
   res.json(item)
 })
 app.get('/v1/pets/:petId', async (req, res) => {
-  const pet = await store.getPet(Number(req.params.petId))
+  const pet = await pets.get(Number(req.params.petId))
   if (pet === undefined) return sendError(res, 404, `no pet with id ${req.params.petId}`)
   res.json(pet)
 })
