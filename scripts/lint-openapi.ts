@@ -22,6 +22,7 @@
  *   examples as `examples: [...]` (JSON Schema 2020-12), not OpenAPI 3.0's `example`;
  * - every code of the Error schema has an example in a response carrying the Error body.
  */
+import { existsSync } from 'node:fs'
 import { maxHeaderSize } from 'node:http'
 import { isAbsolute, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -43,6 +44,10 @@ const shown = fromHere.startsWith('..') || isAbsolute(fromHere) ? file : fromHer
 const problems: string[] = []
 
 {
+  if (!existsSync(file)) {
+    console.error(`${shown} is not a valid OpenAPI document: there is no file ${file}`)
+    process.exit(1)
+  }
   const validation = await new Validator().validate(file)
   if (!validation.valid) {
     const errors = (Array.isArray(validation.errors) ? validation.errors : [validation.errors]) as { instancePath?: string, message?: string }[]

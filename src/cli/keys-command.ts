@@ -35,7 +35,7 @@ also while the server runs. The database must exist: see npm run db:migrate.
            PLAN is one of ${planNames.join(', ')}; an enterprise key takes its own
            --per-minute and --per-day limits. --scopes lists what it may do, among
            ${allScopes.join(', ')}; without it, every scope.
-           --json prints {"id", "key", "plan", "name", "scopes"}.
+           --json prints {"id", "key", "plan", "name"}.
   list     lists the keys (never their secrets), with their scopes and state.
   revoke   revokes a key: every instance refuses it from then on (on PostgreSQL, once
            the database's notification reaches it: milliseconds).
@@ -53,8 +53,8 @@ function positiveInteger (name: string, text: string | undefined): number | null
 function scopesOf (text: string): string[] {
   const named = text.split(',').map((scope) => scope.trim()).filter((scope) => scope !== '')
   const unknown = named.filter((scope) => !allScopes.includes(scope))
-  if (unknown.length > 0) throw new UsageError(`--scopes: unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the scopes are ${allScopes.join(', ')}`)
-  if (named.length === 0) throw new UsageError(`--scopes needs at least one scope of ${allScopes.join(', ')}`)
+  if (unknown.length > 0) throw new UsageError(`--scopes: unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the scopes are ${allScopes.join(', ')}`, 2, false)
+  if (named.length === 0) throw new UsageError(`--scopes needs at least one scope of ${allScopes.join(', ')}`, 2, false)
   return allScopes.filter((scope) => named.includes(scope))
 }
 
@@ -83,7 +83,7 @@ async function create (store: Store, args: string[], print: CliIo['stdout']) {
 
   const { record, secret } = await issueApiKey(store, { name, plan: values.plan, perMinute, perDay, scopes })
   if (values.json) {
-    print(JSON.stringify({ id: record.id, key: secret, plan: record.plan, name: record.name, scopes: record.scopes }))
+    print(JSON.stringify({ id: record.id, key: secret, plan: record.plan, name: record.name }))
   } else {
     print(`Created ${record.id} (${record.plan}, "${record.name}", scopes ${record.scopes.join(' ')}).`)
     print(`API key, shown only now: ${secret}`)

@@ -5,9 +5,12 @@ import { createStore } from '../store/create-store.js'
 import type { Store } from '../store/types.js'
 import { databaseFailure } from '../startup.js'
 
-/** A mistake in how the command was called: printed with the usage, exit code 2 (or as given). */
+/**
+ * A mistake in how the command was called: exit code 2 (or as given), printed with the usage
+ * unless `showUsage` is false (a wrong value of a known option: its one line says it all).
+ */
 export class UsageError extends Error {
-  constructor (message: string, readonly exitCode = 2) {
+  constructor (message: string, readonly exitCode = 2, readonly showUsage = exitCode === 2) {
     super(message)
   }
 }
@@ -61,7 +64,7 @@ export async function runCli (text: CliText, io: CliIo, body: (argv: string[]) =
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`error: ${error.message}`)
-      if (error.exitCode === 2) io.stderr(text.usage)
+      if (error.showUsage) io.stderr(text.usage)
       return error.exitCode
     } else if (error instanceof ConfigError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
       (error as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {

@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import { load as loadWithJsYaml } from 'js-yaml'
 import { parse as parseYaml } from 'yaml'
-import { type ApiDocument, documentForServing, PLANS_MARKER } from '../../src/contract/document.js'
+import { type ApiDocument, documentForServing, PLANS_MARKER, SCOPES_MARKER } from '../../src/contract/document.js'
 import { openapiPath } from '../../src/contract/paths.js'
 import openapiDocument from '../../src/routes/openapi-document.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
@@ -13,7 +13,7 @@ type Json = Record<string, unknown>
 type Server = { url: string, description?: string, variables?: Record<string, { default: string }> }
 type Operation = Json & { operationId: string, summary?: string, 'x-sunset'?: string }
 
-const fileSpec = parseYaml(readFileSync(openapiPath, 'utf8')) as Json & { info: Json & { description: string, title: string }, servers: Server[], paths: Record<string, Record<string, Operation>> }
+const fileSpec = parseYaml(readFileSync(openapiPath, 'utf8')) as Json & { info: Json & { description: string, title: string }, servers: Server[], paths: Record<string, Record<string, Operation>>, components: Json }
 
 /** The plans table's body rows, as the page must show them, from info.x-rate-limit-plans of openapi.yaml. */
 const planRows = () => Object.entries(fileSpec.info['x-rate-limit-plans'] as Record<string, Record<string, unknown>>).map(([name, limits]) =>
@@ -118,7 +118,23 @@ t.test('/openapi.json and /openapi.yaml serve the document with the three server
     expected.paths['/store/orders']!.post!.summary = 'Place an order · beta'
     expected.paths['/store/orders/{orderId}']!.patch!.summary = 'Approve or deliver an order · beta'
     expected.paths['/pets/{petId}']!.get!.summary = `Find a pet by id · deprecated, sunset ${fileSpec.paths['/pets/{petId}']!.get!['x-sunset']!.slice(0, 10)}`
-    t.same(doc, expected, 'the served document is openapi.yaml with the instance\'s address, the plans table and the summary marks')
+    // Each operation's description starts with the scope its security requirement names.
+    for (const item of Object.values(expected.paths)) {
+      for (const op of Object.values(item)) {
+        const scope = (op.security as [{ bearerAuth: [string] }] | undefined)?.[0].bearerAuth[0]
+        if (scope !== undefined) op.description = `**Scope:** \`${scope}\`\n\n${String(op.description)}`
+      }
+    }
+    // The Authorize dialog's text: bearerAuth's description with the table of x-scopes at its marker.
+    const bearer = (doc.components as { securitySchemes: { bearerAuth: { description: string, 'x-scopes': Record<string, string> } } }).securitySchemes.bearerAuth
+    const expectedBearer = (expected.components as typeof doc.components & { securitySchemes: { bearerAuth: { description: string } } }).securitySchemes.bearerAuth
+    const [scopesBefore, scopesAfter] = expectedBearer.description.split(SCOPES_MARKER) as [string, string]
+    t.ok(scopesAfter !== undefined, `bearerAuth's description has the marker ${SCOPES_MARKER}`)
+    const scopesTable = bearer.description.slice(scopesBefore.length, bearer.description.length - scopesAfter.length)
+    t.same(markdownTableRows(scopesTable), [...Object.entries(bearer['x-scopes']).map(([scope, meaning]) => [`\`${scope}\``, meaning])],
+      'the Authorize dialog lists every scope of x-scopes with its meaning')
+    expectedBearer.description = bearer.description
+    t.same(doc, expected, 'the served document is openapi.yaml with the instance\'s address, the plans table, the scopes and the summary marks')
   }
 })
 

@@ -81,6 +81,10 @@ async function provokeErrors (t: Test): Promise<{ how: string, body: { code: str
   keep('DELETE on a GET-only path', await api.request({ method: 'DELETE', url: '/v1/inventory', headers: auth }))
   keep('a body over BODY_LIMIT', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: json, payload: `{"quantity":1}${' '.repeat(100)}` }))
   keep('a text/plain body', await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"quantity":1}' }))
+  const readOnly = { authorization: `Bearer ${await api.createKey('free', undefined, ['inventory:read', 'orders:read'])}` }
+  keep('placeOrder with a key without orders:write', await api.request({ method: 'POST', url: '/v1/store/orders', headers: { ...readOnly, 'content-type': 'application/json' }, payload: { petId: 1, quantity: 1 } }))
+  const writeOnly = { authorization: `Bearer ${await api.createKey('free', undefined, ['inventory:write'])}` }
+  keep('getPetById with a key without inventory:read', await api.request({ method: 'GET', url: '/v1/pets/1', headers: writeOnly }))
 
   // Handlers replaced on an app of their own, so that the provocations below meet the real ones.
   // placeOrder's stands for a write whose statement breaks one of the database's rules (its pet,

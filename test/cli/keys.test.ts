@@ -7,6 +7,7 @@ import { buildTestApp, tempDir } from '../helpers/app.js'
 import { expectUnauthorized } from '../helpers/assertions.js'
 import { migrateDatabase, runCli, runCliInProcess } from '../helpers/cli.js'
 import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { document } from '../helpers/contract.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 type Created = { id: string, key: string, plan: string, name: string }
@@ -178,7 +179,53 @@ t.test('keys --help and -h print the usage on stdout and exit 0', async (t) => {
     const label = `keys ${args.join(' ')}`
     t.equal(res.code, 0, `${label}: exit 0`)
     t.equal(res.stderr, '', `${label}: nothing on stderr`)
-    t.match(res.stdout, /^Usage:\n {2}keys create --plan PLAN \[--name NAME\] \[--per-minute N --per-day N\] \[--json\]\n {2}keys list \[--json\]\n {2}keys revoke ID\n/, `${label}: the usage`)
+    t.match(res.stdout, /^Usage:\n {2}keys create --plan PLAN \[--name NAME\] \[--per-minute N --per-day N\] \[--scopes A,B\] \[--json\]\n {2}keys list \[--json\]\n {2}keys revoke ID\n {2}keys update ID --scopes A,B\n/, `${label}: the usage`)
     t.match(res.stdout, /PLAN is one of free, pro, business, enterprise/, `${label}: the plans`)
   }
+})
+
+t.test('keys create --scopes, keys list and keys update: what a key may do, applied from its next request', async (t) => {
+  const db = await database(t)
+  const { scopes } = document
+  const reader = JSON.parse((await db.keys('create', '--plan', 'pro', '--name', 'dashboard', '--scopes', 'inventory:read, orders:read', '--json')).stdout) as Created
+  const everything = JSON.parse((await db.keys('create', '--plan', 'pro', '--name', 'all', '--json')).stdout) as Created
+  const api = await buildTestApp(t, { env: { DATABASE_URL: db.url } })
+  const stored = await apiKeysRepository(api.store).list()
+  t.same(stored.find((k) => k.id === reader.id)?.scopes, ['inventory:read', 'orders:read'], 'the scopes given, in the document\'s order')
+  t.same(stored.find((k) => k.id === everything.id)?.scopes, scopes, 'without --scopes: every scope of openapi.yaml')
+
+  const listed = await db.keys('list')
+  t.match(listed.stdout, /SCOPES/, 'keys list has a SCOPES column')
+  t.match(listed.stdout, new RegExp(`${reader.id} .*inventory:read,orders:read`), 'with each key\'s scopes')
+  const listedJson = JSON.parse((await db.keys('list', '--json')).stdout) as { id: string, scopes: string[] }[]
+  t.same(listedJson.find((k) => k.id === reader.id)?.scopes, ['inventory:read', 'orders:read'], 'and in --json')
+
+  const patch = (key: string) => api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: { quantity: 3 } })
+  t.equal((await patch(reader.key)).statusCode, 403, 'a read-only key cannot set stock')
+  const updated = await db.keys('update', reader.id, '--scopes', 'inventory:read,inventory:write')
+  t.equal(updated.code, 0, `keys update exits 0 (${updated.stderr})`)
+  t.match(updated.stdout, /now holds inventory:read, inventory:write/)
+  t.equal((await patch(reader.key)).statusCode, 200, 'its next request has the new scope')
+  const orders = await api.request({ method: 'GET', url: '/v1/store/orders', headers: { authorization: `Bearer ${reader.key}` } })
+  t.equal(orders.statusCode, 403, 'and no longer the one it lost')
+})
+
+t.test('keys create and update refuse an unknown or empty scope list with one line and exit 2, and change nothing', async (t) => {
+  const db = await database(t)
+  const before = JSON.parse((await db.keys('list', '--json')).stdout) as unknown[]
+  for (const scopes of ['inventory:read,orders:delete', 'admin', '', ' , ']) {
+    const res = await db.keys('create', '--plan', 'free', '--scopes', scopes)
+    t.equal(res.code, 2, `--scopes ${JSON.stringify(scopes)}: exit 2`)
+    t.equal(res.stderr.trim().split('\n').length, 1, 'one line on stderr')
+    t.match(res.stderr, /--scopes/, `it names the option (${res.stderr.trim()})`)
+  }
+  t.same(JSON.parse((await db.keys('list', '--json')).stdout), before, 'no key was made')
+  const key = JSON.parse((await db.keys('create', '--plan', 'free', '--json')).stdout) as Created
+  const bad = await db.keys('update', key.id, '--scopes', 'orders:read,everything')
+  t.equal(bad.code, 2, 'update with an unknown scope: exit 2')
+  t.match(bad.stderr, /unknown scope everything/)
+  t.equal((await db.keys('update', key.id)).code, 2, 'update without --scopes: exit 2')
+  t.equal((await db.keys('update', 'key_missing', '--scopes', 'orders:read')).code, 1, 'an unknown key id: exit 1')
+  const after = (JSON.parse((await db.keys('list', '--json')).stdout) as { id: string, scopes: string[] }[]).find((k) => k.id === key.id)
+  t.same(after?.scopes, document.scopes, 'its scopes are unchanged')
 })
