@@ -1,9 +1,17 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
-import { buildTestApp } from '../helpers/app.js'
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml'
+import { loadDocument } from '../../src/contract/document.js'
+import type { HandlerMap } from '../../src/contract/operation-types.js'
+import { openapiPath } from '../../src/contract/paths.js'
+import { buildTestApp, tempDir } from '../helpers/app.js'
 import { operations, sampleRequest } from '../helpers/surface.js'
 
 // Least-privilege keys: every operation of openapi.yaml needs the one scope its security
 // requirement names. The scopes and each operation's are read from the document, never listed here.
+
+type Json = Record<string, unknown>
 
 const scopesOf = (secret: string) => ({ authorization: `Bearer ${secret}` })
 const limits = { perMinute: 100_000, perDay: 10_000_000 }
@@ -63,4 +71,33 @@ t.test('a key over its limit is answered 429 before its missing scope', async (t
   const statuses: number[] = []
   for (let i = 0; i < 3; i++) statuses.push((await api.request({ ...request, headers: { ...request.headers, ...scopesOf(key) } })).statusCode)
   t.same(statuses, [403, 403, 429], 'each refusal counted; the third is over the limit of 2')
+})
+
+t.test('an operation added to the document with a scope of its own is enforced with no code change', async (t) => {
+  const spec = parseYaml(readFileSync(openapiPath, 'utf8')) as Json & { paths: Json, components: { securitySchemes: { bearerAuth: Json & { 'x-scopes': Record<string, string> } } } }
+  spec.components.securitySchemes.bearerAuth['x-scopes']['zz-fixture:read'] = 'Read the fixture things'
+  spec.paths['/zz-fixture/things'] = {
+    get: {
+      operationId: 'fixtureListThings',
+      security: [{ bearerAuth: ['zz-fixture:read'] }],
+      description: 'Every thing. `HEAD` answers as this does.',
+      responses: { 200: { description: 'The things', content: { 'application/json': { schema: { type: 'array', items: { type: 'string' } } } } } }
+    }
+  }
+  const file = join(tempDir(t), 'openapi.yaml')
+  writeFileSync(file, stringifyYaml(spec))
+  const document = await loadDocument(file)
+  t.ok(document.scopes.includes('zz-fixture:read'), 'the new scope is read from x-scopes')
+  const api = await buildTestApp(t, { document, handlers: { fixtureListThings: async () => ['a thing'] } as unknown as Partial<HandlerMap> })
+  const holder = await api.createKey('free', undefined, ['zz-fixture:read'])
+  const others = await api.createKey('free') // every scope of the repository's openapi.yaml, which has no such scope
+  const things = (key: string) => api.app.inject({ method: 'GET', url: '/v1/zz-fixture/things', headers: { authorization: `Bearer ${key}` } })
+  const allowed = await things(holder)
+  t.equal(allowed.statusCode, 200, 'a key holding the new scope gets through')
+  t.same(allowed.json(), ['a thing'])
+  const refused = await things(others)
+  t.equal(refused.statusCode, 403, 'a key without it is refused')
+  t.equal(refused.headers['www-authenticate'], 'Bearer realm="petstore", error="insufficient_scope", scope="zz-fixture:read"')
+  t.equal((await api.app.inject({ method: 'GET', url: '/v1/inventory', headers: { authorization: `Bearer ${holder}` } })).statusCode, 403,
+    'and the key holding only the new scope reaches nothing else')
 })

@@ -81,6 +81,23 @@ t.test('two server processes on one PostgreSQL schema (and one Redis), one of th
     }
   })
 
+  await t.test('a scope removed with keys update is refused by both instances within a second', async (t) => {
+    const key = await keyInDatabase(databaseUrl, 'scoped', 'free')
+    t.equal((await call(a, key.secret, '/store/orders')).status, 200)
+    t.equal((await call(b, key.secret, '/store/orders')).status, 200, 'and now cached by both')
+    const updated = await runCli('keys', ['update', key.id, '--scopes', 'inventory:read'], { DATABASE_URL: databaseUrl })
+    t.equal(updated.code, 0, updated.stderr)
+    const changedAt = performance.now()
+    for (const server of [a, b]) {
+      const res = await eventually(() => call(server, key.secret, '/store/orders'), (r) => r.status === 403)
+      const after = performance.now() - changedAt
+      t.equal(res.status, 403, `refused with 403 (${Math.round(after)} ms after keys update exited)`)
+      t.ok(after < 1000, 'within one second of the change')
+      t.equal(res.headers.get('www-authenticate'), 'Bearer realm="petstore", error="insufficient_scope", scope="orders:read"')
+      t.equal((await call(server, key.secret, '/inventory')).status, 200, 'the scope it kept still works')
+    }
+  })
+
   await t.test('shared rate limits through Redis', { skip: redisUp ? false : REDIS_SKIP }, async (t) => {
     // The minute window is a fixed one: if the run straddles its end, start again with a new key.
     let statuses: number[] = []

@@ -9,6 +9,8 @@ import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import { tempDir } from '../helpers/app.js'
 import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { petsRepository } from '../../src/repositories/pets.js'
+import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { document } from '../helpers/contract.js'
 
 function directoryWith (parent: string, name: string, files: Record<string, string>): string {
   const dir = join(parent, name)
@@ -87,12 +89,15 @@ t.test('SQLite: a database migrated before (version 1 recorded) is not migrated 
   const earlier = new Database(file)
   earlier.exec(readFileSync(join(migrationsDirectory('sqlite'), '001_initial.sql'), 'utf8'))
   earlier.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL); INSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00.000Z')")
+  // A key issued before keys held scopes.
+  earlier.exec("INSERT INTO api_keys (id, name, plan, key_hash, created_at) VALUES ('key_old', 'old', 'free', 'hash-old', '2026-01-01T00:00:00.000Z')")
   earlier.close()
   const store = createSqliteStore(file)
   t.teardown(() => store.close())
   await store.migrate()
   await store.importCatalogue({ pets: [{ id: 1, name: 'a', photoUrls: [] }] })
   t.equal(await petsRepository(store).count(), 1, 'the store works on it')
+  t.same((await apiKeysRepository(store).findActive('hash-old'))?.scopes, document.scopes, 'a key issued before scopes holds every scope')
   const check = new Database(file, { readonly: true })
   t.teardown(() => check.close())
   const recorded = check.prepare('SELECT * FROM schema_migrations ORDER BY version').all() as { version: number, applied_at: string }[]
@@ -114,12 +119,14 @@ t.test('PostgreSQL: a schema migrated before (version 1 recorded) is not migrate
   const { url, schema } = await createTestSchema(t)
   await adminQuery(`SET search_path = ${schema}; ${readFileSync(join(migrationsDirectory('postgres'), '001_initial.sql'), 'utf8')}
     CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
-    INSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00.000Z');`)
+    INSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00.000Z');
+    INSERT INTO api_keys (id, name, plan, key_hash, created_at) VALUES ('key_old', 'old', 'free', 'hash-old', '2026-01-01T00:00:00.000Z');`)
   const store = createPostgresStore(url(), { poolMax: 1 })
   t.teardown(() => store.close())
   await store.migrate()
   await store.importCatalogue({ pets: [{ id: 1, name: 'a', photoUrls: [] }] })
   t.equal(await petsRepository(store).count(), 1, 'the store works on it')
+  t.same((await apiKeysRepository(store).findActive('hash-old'))?.scopes, document.scopes, 'a key issued before scopes holds every scope')
   const recorded = await adminQuery<{ version: number, applied_at: string }>(`SELECT version, applied_at FROM ${schema}.schema_migrations ORDER BY version`)
   t.same(recorded[0], { version: 1, applied_at: '2026-01-01T00:00:00.000Z' }, 'version 1 neither re-applied nor re-recorded')
   t.same(recorded.map((r) => r.version), await shippedVersions('postgres'), 'only the later versions applied')
