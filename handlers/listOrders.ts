@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor, nextPageLink } from '../src/contract/paging.js'
+import { nextPageLink } from '../src/contract/paging.js'
 import type { OperationHandler } from '../src/contract/operation-types.js'
 
 /**
@@ -8,15 +8,12 @@ import type { OperationHandler } from '../src/contract/operation-types.js'
  */
 export const listOrders: OperationHandler<'listOrders'> = async (request, reply) => {
   const { status, petId, limit = 100, cursor } = request.query
-  const page = await request.server.ordersRepository.page({
-    statuses: status,
-    petId,
-    afterId: cursor === undefined ? undefined : decodeCursor(cursor),
-    limit
-  })
+  const { paging } = request.server
+  const filters = { status, petId }
+  const page = await request.server.ordersRepository.page({ statuses: status, petId, afterId: paging.after('orders', filters, cursor), limit })
   const last = page.orders.at(-1)
   if (page.more && last !== undefined) {
-    reply.header('link', nextPageLink('/v1/store/orders', { status, petId, limit }, encodeCursor(last.id)))
+    reply.header('link', nextPageLink('/v1/store/orders', { ...filters, limit }, paging.cursor('orders', filters, last.id)))
   }
   return page.orders
 }

@@ -80,21 +80,11 @@ export interface paths {
         };
         /**
          * List store orders
-         * @description Returns the orders placed with the store, ordered by `id`, one page at a time: at most
-         *     `limit` orders (default 100), optionally only those with one of the given `status`es or
-         *     of one pet. The body is a JSON array; an empty array when no order matches.
-         *
-         *     **Paging.** While more matching orders follow, the response carries
-         *     `Link: </v1/store/orders?…&cursor=…>; rel="next"` (RFC 8288): the next page, with the
-         *     request's `status`, `petId` and `limit` and a `cursor`. The last page has no `Link`.
-         *     Paging is stable: each page continues after the highest `id` of the one before (ids are
-         *     never reused), so an order that exists from the first page to the last is listed exactly
-         *     once, never repeated or skipped, whatever is placed, changed or cancelled in between. An
-         *     order placed meanwhile has a higher id than every earlier one, so it appears on a later
-         *     page; one cancelled meanwhile is not listed once it is gone.
-         *
-         *     The cursor is opaque: send back the one a `Link` gave, unchanged. Any other value is
-         *     `400 invalid_request`.
+         * @description Returns the orders placed with the store, ordered by `id`, one page at a time (see
+         *     *Paging* above): at most `limit` orders (default 100), optionally only those with one of
+         *     the given `status`es or of one pet. The body is a JSON array; an empty array when no
+         *     order matches. An order placed while you page has a higher id than every earlier one, so
+         *     it appears on a later page; one cancelled meanwhile is not listed once it is gone.
          *
          *     `HEAD /v1/store/orders` answers as this does, with the same status and headers and no body.
          */
@@ -476,8 +466,8 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A parameter is malformed or invalid (a `limit` outside 1 … 100, a `cursor` this service did not give), or the query string has a parameter the operation does not declare. A URL that cannot be decoded is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
-        OrdersBadRequest: {
+        /** @description A parameter is malformed or invalid (a `limit` outside 1 … 100, a `cursor` this service did not give for this list and these filters), or the query string has a parameter the operation does not declare. A URL that cannot be decoded is refused before it reaches an operation: that 400 carries `X-Request-Id` alone of these headers. */
+        PageBadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -953,6 +943,10 @@ export interface components {
          * @example 12
          */
         PetId: number;
+        /** @description The most items in one page, from 1 to 100 (see *Paging* in the introduction) */
+        PageLimit: number;
+        /** @description Where the page starts: the `cursor` of the previous page's `Link` with `rel="next"`, unchanged, with the same filters. Without it, the first page. */
+        PageCursor: string;
         /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
         IfNoneMatch: string;
         /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
@@ -960,11 +954,11 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description The address of the order, `/v1/store/orders/{id}`. */
+        /** @description The address of the resource made, under `/v1` (`/v1/store/orders/42`, say). */
         Location: string;
         /** @description `true` on an answer replayed for a repeated `Idempotency-Key` (nothing was done again); absent otherwise. */
         "Idempotent-Replayed": "true";
-        /** @description RFC 8288 link to the next page, `rel="next"`: the same `status`, `petId` and `limit`, and an opaque `cursor`. Present while more orders follow; the last page has none. */
+        /** @description RFC 8288 link to the next page, `rel="next"`: the same filters and `limit`, and an opaque `cursor` (see *Paging* in the introduction). Present while more items follow; the last page has none. */
         NextLink: string;
         /** @description Strong tag of the body; send it in `If-None-Match` for a `304` while unchanged. */
         ETag: string;
@@ -1130,10 +1124,10 @@ export interface operations {
                 status?: components["schemas"]["OrderStatus"][];
                 /** @description Only the orders of this pet */
                 petId?: number;
-                /** @description The most orders in one page, from 1 to 100 */
-                limit?: number;
-                /** @description Where the page starts: the `cursor` of the previous page's `Link` with `rel="next"`, unchanged. Without it, the first page. */
-                cursor?: string;
+                /** @description The most items in one page, from 1 to 100 (see *Paging* in the introduction) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Where the page starts: the `cursor` of the previous page's `Link` with `rel="next"`, unchanged, with the same filters. Without it, the first page. */
+                cursor?: components["parameters"]["PageCursor"];
             };
             header?: {
                 /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
@@ -1182,7 +1176,7 @@ export interface operations {
                 };
             };
             304: components["responses"]["NotModified"];
-            400: components["responses"]["OrdersBadRequest"];
+            400: components["responses"]["PageBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];

@@ -13,6 +13,11 @@ export interface Database {
   orders: OrdersTable
   api_keys: ApiKeysTable
   idempotency_keys: IdempotencyKeysTable
+  service_keys: ServiceKeysTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_events: WebhookEventsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_attempts: WebhookAttemptsTable
 }
 
 export interface PetsTable {
@@ -71,6 +76,71 @@ export interface IdempotencyKeysTable {
   expires_at: number
 }
 
+/** Keys the service keeps for itself, the same for every instance (the cursor key of paged lists). */
+export interface ServiceKeysTable {
+  name: string
+  value: string
+}
+
+/** A webhook endpoint of an API key (openapi.yaml, /webhooks). */
+export interface WebhookEndpointsTable {
+  id: Generated<number>
+  api_key_id: string
+  url: string
+  description: string | null
+  /** The event types it receives, separated by spaces. */
+  events: string
+  enabled: boolean
+  disabled_reason: string | null
+  /** whsec_… as it is, or encrypted with WEBHOOK_ENCRYPTION_KEY (enc:v1:…). */
+  secret: string
+  previous_secret: string | null
+  /** Milliseconds since the epoch. */
+  previous_secret_expires_at: number | null
+  /** When the first attempt failed since the last one delivered (milliseconds since the epoch). */
+  failing_since: number | null
+  created_at: string
+  updated_at: string
+}
+
+/** An event, recorded in the transaction of the change that caused it (the outbox). */
+export interface WebhookEventsTable {
+  id: Generated<number>
+  event_id: string
+  type: string
+  created_at: string
+  /** The envelope {id, type, createdAt, data} as JSON text. */
+  payload: string
+}
+
+/** An event to deliver to one endpoint. */
+export interface WebhookDeliveriesTable {
+  id: Generated<number>
+  event_id: number
+  endpoint_id: number
+  state: 'pending' | 'delivered' | 'failed'
+  attempts: number
+  /** Milliseconds since the epoch; null once the delivery is over. */
+  next_attempt_at: number | null
+  /** Milliseconds since the epoch until which an instance holds the delivery. */
+  lease_until: number | null
+  leased_by: string | null
+}
+
+/** One attempt of a delivery, as listWebhookDeliveries shows it. */
+export interface WebhookAttemptsTable {
+  id: Generated<number>
+  delivery_id: number
+  endpoint_id: number
+  attempt: number
+  attempted_at: string
+  status_code: number | null
+  error: string | null
+  duration_ms: number
+  response_body: string | null
+  next_attempt_at: string | null
+}
+
 export type TableName = keyof Database
 
 /** The primary key column of each table that a transaction may lock a row of (work.ts lockRow). */
@@ -79,7 +149,12 @@ export const primaryKeyOf: Readonly<Record<TableName, string>> = {
   inventory: 'pet_id',
   orders: 'id',
   api_keys: 'id',
-  idempotency_keys: 'idempotency_key'
+  idempotency_keys: 'idempotency_key',
+  service_keys: 'name',
+  webhook_endpoints: 'id',
+  webhook_events: 'id',
+  webhook_deliveries: 'id',
+  webhook_attempts: 'id'
 }
 
 /**

@@ -178,7 +178,7 @@ t.test('bad paging parameters are 400 invalid_request naming the parameter', asy
   const api = await buildTestApp(t)
   const headers = await roomyHeaders(api)
   const body = expectError(t, await api.request({ method: 'GET', url: '/v1/store/orders?cursor=not-a-cursor', headers }), 400, 'invalid_request')
-  t.equal(body.message, 'querystring/cursor is not a cursor this service gave')
+  t.equal(body.message, 'querystring/cursor is not a cursor this service gave for this list: send back the one of a Link header, with the same filters')
   const bad = ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'limit=2&limit=3', 'cursor=', `cursor=${'A'.repeat(65)}`, 'cursor=AAAA%3D',
     'status=shipped', 'petId=0', 'petId=abc', 'petId=1&petId=2', 'page=2']
   for (const query of bad) {
@@ -187,4 +187,31 @@ t.test('bad paging parameters are 400 invalid_request naming the parameter', asy
     const name = query.split('=')[0]!
     t.match(error.message, name, `${query}: ${error.message}`)
   }
+})
+
+t.test('a cursor is tamper-evident: edited, forged or from other filters is 400; valid across instances and restarts', async (t) => {
+  const api = await buildTestApp(t)
+  const headers = await roomyHeaders(api)
+  const first = await api.request({ method: 'GET', url: '/v1/store/orders?limit=1', headers })
+  const next = nextOf(first.headers.link)!
+  const cursor = new URL(next, 'http://x').searchParams.get('cursor')!
+  t.equal((await api.request({ method: 'GET', url: next, headers })).statusCode, 200, 'the cursor the service gave works')
+  t.equal((await api.request({ method: 'GET', url: `/v1/store/orders?limit=5&cursor=${cursor}`, headers })).statusCode, 200, 'with another limit too')
+  // Each character changed in turn (a cursor is base64url): none of the edits is accepted.
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  let refused = 0
+  for (let i = 0; i < cursor.length; i++) {
+    const changed = cursor.slice(0, i) + alphabet[(alphabet.indexOf(cursor[i]!) + 1) % 64] + cursor.slice(i + 1)
+    const res = await api.request({ method: 'GET', url: `/v1/store/orders?limit=1&cursor=${changed}`, headers })
+    if (res.statusCode === 400 && res.json().code === 'invalid_request') refused++
+  }
+  t.equal(refused, cursor.length, `every one-character edit of the ${cursor.length} is 400`)
+  expectError(t, await api.request({ method: 'GET', url: `/v1/store/orders?limit=1&status=placed&cursor=${cursor}`, headers }), 400, 'invalid_request', 'the cursor under other filters')
+  expectError(t, await api.request({ method: 'GET', url: `/v1/store/orders?limit=1&cursor=${'A'.repeat(cursor.length)}`, headers }), 400, 'invalid_request', 'one made up')
+
+  // Another instance on the same database (a restart is the same: the key is the database's).
+  const other = await buildTestApp(t, { env: { DATABASE_URL: api.config.databaseUrl } })
+  t.equal((await other.request({ method: 'GET', url: next, headers })).statusCode, 200, 'another instance on the same database accepts it')
+  const elsewhere = await buildTestApp(t)
+  expectError(t, await elsewhere.request({ method: 'GET', url: next, headers: await roomyHeaders(elsewhere) }), 400, 'invalid_request', 'a service on another database refuses it')
 })

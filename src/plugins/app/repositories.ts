@@ -5,6 +5,8 @@ import { idempotencyRepository, type IdempotencyRepository } from '../../reposit
 import { inventoryRepository, type InventoryRepository } from '../../repositories/inventory.js'
 import { ordersRepository, type OrdersRepository } from '../../repositories/orders.js'
 import { petsRepository, type PetsRepository } from '../../repositories/pets.js'
+import { serviceKey } from '../../repositories/service-keys.js'
+import { Paging } from '../../contract/paging.js'
 
 export interface RepositoriesOptions {
   now: () => number
@@ -26,6 +28,7 @@ async function repositories (app: FastifyInstance, options: RepositoriesOptions)
   app.decorate('petsRepository', petsRepository(store))
   app.decorate('ordersRepository', ordersRepository(store, idempotency, options.now))
   app.decorate('idempotencyRepository', idempotency)
+  app.decorate('paging', new Paging(await serviceKey(store, 'cursor')))
 
   // Idempotency-Key records last 24 hours; a sweep removes the expired ones, so the table holds
   // at most a day of them. A failed sweep (storage down) is tried again at the next one.
@@ -45,6 +48,8 @@ declare module 'fastify' {
     petsRepository: PetsRepository
     ordersRepository: OrdersRepository
     idempotencyRepository: IdempotencyRepository
+    /** The cursors of paged lists, signed with the service's cursor key (src/contract/paging.ts). */
+    paging: Paging
   }
 }
 
