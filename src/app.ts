@@ -19,6 +19,7 @@ import errorHandling, { answerClientError, answerFrameworkError } from './plugin
 import httpProtocol from './plugins/app/http-protocol.js'
 import metrics from './plugins/app/metrics.js'
 import keyGuard from './plugins/app/key-guard.js'
+import webhooks from './plugins/app/webhooks.js'
 import rateLimitPolicy from './plugins/app/rate-limit-policy.js'
 import repositories from './plugins/app/repositories.js'
 import storage from './plugins/app/storage.js'
@@ -134,7 +135,8 @@ async function app (fastify: FastifyInstance, options: AppOptions) {
     store: options.store
   })
   await fastify.register(dependencies, { clock: options.monotonicNow })
-  await fastify.register(repositories, { now, sweepIntervalMs: options.idempotencySweepMs })
+  await fastify.register(repositories, { now, sweepIntervalMs: options.idempotencySweepMs, webhookEncryptionKey: config.webhookEncryptionKey })
+  await fastify.register(webhooks, { now, timeoutMs: config.webhookTimeoutMs, retrySchedule: config.webhookRetrySchedule, allowPrivate: config.webhookAllowPrivate })
   await fastify.register(keyGuard, { now, maxWaitMs: config.databaseTimeoutMs })
   await fastify.register(rateLimitPolicy, { plans: document.plans, banAfter: config.rateLimitBanAfter, now })
 

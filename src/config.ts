@@ -36,6 +36,14 @@ export interface Config {
   requestTimeoutMs: number
   /** Longest SIGTERM/SIGINT may take: in-flight requests drain, then remaining connections are closed. */
   shutdownTimeoutMs: number
+  /** Longest a webhook receiver may take to answer an attempt. */
+  webhookTimeoutMs: number
+  /** Milliseconds to wait before each retry of a failed delivery (the first retry, the second, …). */
+  webhookRetrySchedule: number[]
+  /** Webhook endpoints may be http and private addresses (development and tests). */
+  webhookAllowPrivate: boolean
+  /** 32 bytes that encrypt the stored webhook secrets (AES-256-GCM); undefined: stored as they are. */
+  webhookEncryptionKey: Buffer | undefined
 }
 
 export class ConfigError extends Error {
@@ -66,6 +74,10 @@ interface Env {
   DOCS_PERSIST_AUTHORIZATION: 'true' | 'false'
   REQUEST_TIMEOUT_MS: number
   SHUTDOWN_TIMEOUT_MS: number
+  WEBHOOK_TIMEOUT_MS: number
+  WEBHOOK_RETRY_SCHEDULE: string
+  WEBHOOK_ALLOW_PRIVATE: 'true' | 'false'
+  WEBHOOK_ENCRYPTION_KEY?: string
 }
 
 const schema = {
@@ -92,9 +104,28 @@ const schema = {
     METRICS_HOST: { type: 'string', pattern: '^\\S+$', default: '127.0.0.1' },
     DOCS_PERSIST_AUTHORIZATION: { type: 'string', enum: ['true', 'false'], default: 'false' },
     REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 30000 },
-    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 }
+    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 },
+    WEBHOOK_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 10000 },
+    WEBHOOK_RETRY_SCHEDULE: { type: 'string', format: 'duration-list', default: '5s,5m,30m,2h,5h,10h,10h' },
+    WEBHOOK_ALLOW_PRIVATE: { type: 'string', enum: ['true', 'false'], default: 'false' },
+    WEBHOOK_ENCRYPTION_KEY: { type: 'string', format: 'encryption-key' }
   }
 }
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+const DURATION = /^([1-9]\d{0,8})(ms|s|m|h)$/
+
+/** WEBHOOK_RETRY_SCHEDULE: durations with a unit, comma-separated (`1s,1s,1s`), each up to 10 days. */
+function durationList (text: string): number[] | undefined {
+  const durations = text.split(',').map((entry) => {
+    const match = DURATION.exec(entry.trim())
+    return match === null ? Number.NaN : Number(match[1]) * DURATION_UNITS[match[2]!]!
+  })
+  return durations.length <= 20 && durations.every((ms) => Number.isFinite(ms) && ms <= 864_000_000) ? durations : undefined
+}
+
+/** WEBHOOK_ENCRYPTION_KEY: 32 bytes in base64 (or base64url). */
+const encryptionKey = (text: string) => /^[A-Za-z0-9+/_-]{43}=?$/.test(text.trim()) ? Buffer.from(text.trim(), 'base64') : undefined
 
 const variables = Object.keys(schema.properties)
 const integerVariables = Object.entries(schema.properties).filter(([, property]) => property.type === 'integer').map(([name]) => name)
@@ -176,7 +207,15 @@ const ajv = new Ajv({
   removeAdditional: true,
   useDefaults: true,
   coerceTypes: true,
-  formats: { 'trust-proxy': isTrustProxy, 'cors-origins': isCorsOrigins, 'database-url': isDatabaseUrl, 'redis-url': isRedisUrl, 'public-base-url': isPublicBaseUrl }
+  formats: {
+    'trust-proxy': isTrustProxy,
+    'cors-origins': isCorsOrigins,
+    'database-url': isDatabaseUrl,
+    'redis-url': isRedisUrl,
+    'public-base-url': isPublicBaseUrl,
+    'duration-list': (text: string) => durationList(text) !== undefined,
+    'encryption-key': (text: string) => encryptionKey(text)?.length === 32
+  }
 })
 
 /** What a valid value looks like, where ajv's own words ("must match pattern …") would not say. */
@@ -195,6 +234,8 @@ const describe: Record<string, (value: string) => string> = {
   TRUST_PROXY: (value) => /^\d+$/.test(value.trim())
     ? 'is a hop count, which is not accepted (a count cannot check who the proxy is): list the proxies\' addresses or CIDRs instead, e.g. TRUST_PROXY=10.0.0.0/8'
     : `must be true, false, or a comma-separated list of the proxies' addresses, CIDRs or ${proxyRangeNames.join(', ')}`,
+  WEBHOOK_RETRY_SCHEDULE: () => 'must be durations with a unit (ms, s, m or h), comma-separated, each at most 10 days, at most 20 of them: e.g. 5s,5m,30m',
+  WEBHOOK_ENCRYPTION_KEY: () => 'must be 32 bytes in base64 (44 characters, e.g. from: openssl rand -base64 32)',
   CORS_ORIGINS: (value) => {
     const entries = corsOriginList(value)
     const bad = entries.find((entry) => !isOrigin(entry))
@@ -248,7 +289,7 @@ function explain (error: ErrorObject | undefined, env: Record<string, string>): 
   const allowed = error?.keyword === 'enum' ? `: ${(error.params as { allowedValues: string[] }).allowedValues.join(', ')}` : ''
   const reason = describe[name]?.(value) ?? `${error?.message ?? 'is invalid'}${allowed}`
   const mask = name === 'CORS_ORIGINS' ? maskList : maskPassword
-  const shown = urlVariables.has(name) && !value.startsWith('sqlite:') ? mask(value) : value
+  const shown = name === 'WEBHOOK_ENCRYPTION_KEY' ? '***' : urlVariables.has(name) && !value.startsWith('sqlite:') ? mask(value) : value
   return `Invalid configuration: ${name} ${reason} (got ${JSON.stringify(shown)})`
 }
 
@@ -308,6 +349,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     metricsHost: v.METRICS_HOST,
     docsPersistAuthorization: v.DOCS_PERSIST_AUTHORIZATION === 'true',
     requestTimeoutMs: v.REQUEST_TIMEOUT_MS,
-    shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS
+    shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    webhookTimeoutMs: v.WEBHOOK_TIMEOUT_MS,
+    webhookRetrySchedule: durationList(v.WEBHOOK_RETRY_SCHEDULE)!,
+    webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE === 'true',
+    webhookEncryptionKey: v.WEBHOOK_ENCRYPTION_KEY === undefined ? undefined : encryptionKey(v.WEBHOOK_ENCRYPTION_KEY)
   }
 }

@@ -17,6 +17,7 @@ import { loadDocument } from '../../src/contract/document.js'
 import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { petsRepository } from '../../src/repositories/pets.js'
+import { webhookEvents } from '../../src/webhooks/events.js'
 import { createStore } from '../../src/store/create-store.js'
 import type { ApiKeyRecord } from '../../src/store/types.js'
 
@@ -27,7 +28,7 @@ const databaseUrl = process.env.DATABASE_URL ?? 'sqlite:./data/petstore.db'
 const document = await loadDocument()
 const store = await createStore(databaseUrl)
 const keys = apiKeysRepository(store)
-const inventory = inventoryRepository(store)
+const inventory = inventoryRepository(store, webhookEvents(document).scopes)
 const pets = petsRepository(store)
 
 type KeyedRequest = Request & { apiKey?: ApiKeyRecord }

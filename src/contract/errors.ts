@@ -12,6 +12,7 @@ export const errorStatus = {
   out_of_range: 409,
   already_exists: 409,
   invalid_reference: 409,
+  limit_exceeded: 409,
   gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -1,8 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { operations } from '../generated/openapi.js'
+import type { operations, webhooks } from '../generated/openapi.js'
 import type { JsonText } from './json-text.js'
 
-export type OperationId = keyof operations
+/** The operations the service answers: those of `paths` (the `webhooks` are what it sends). */
+export type OperationId = Exclude<keyof operations, WebhookOperationId>
+
+/** The operationIds of the document's `webhooks`: requests the service sends, not ones it answers. */
+type WebhookOperationId = { [E in keyof webhooks]: webhooks[E] extends { post: infer O } ? { [K in keyof operations]: operations[K] extends O ? (O extends operations[K] ? K : never) : never }[keyof operations] : never }[keyof webhooks]
 
 /** An operation as openapi-typescript writes it in src/generated/openapi.ts. */
 export interface OperationShape {

@@ -183,8 +183,241 @@ export interface paths {
         patch: operations["updateOrder"];
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your webhook endpoints
+         * @description The endpoints of the API key that asks (never another key's), ordered by `id`, one page
+         *     at a time (see *Paging* in the introduction). Secrets are never listed.
+         *
+         *     `HEAD /v1/webhooks` answers as this does, with the same status and headers and no body.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Add a webhook endpoint
+         * @description Registers an address that receives the events it subscribes to (see *Webhooks* in the
+         *     introduction, and the events under **Webhooks** below). The answer carries the
+         *     endpoint's signing secret (`whsec_…`), shown only this once: keep it to verify each
+         *     delivery's signature. At most 10 endpoints per API key (`409 limit_exceeded`).
+         *
+         *     Each event type holds data a scope reads: subscribing to `inventory.updated` needs
+         *     `inventory:read`, to the `order.*` events `orders:read`; a key without it is answered
+         *     `403 insufficient_scope`. An endpoint receives only events recorded after it exists.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{endpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find one of your webhook endpoints
+         * @description One endpoint of the API key that asks, without its secret. Another key's endpoint is
+         *     `404`, as one that does not exist.
+         *
+         *     `HEAD /v1/webhooks/{endpointId}` answers as this does, with the same status and headers
+         *     and no body.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove one of your webhook endpoints
+         * @description Removes the endpoint with its delivery log; the deliveries not yet made to it are dropped. `204` with no body.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change one of your webhook endpoints
+         * @description Changes the address, the events, the description, or whether it is `enabled`; what is
+         *     left out stays. Enabling an endpoint the service disabled (its deliveries all failed for
+         *     5 days) clears its `disabledReason`; deliveries resume with the events recorded from then
+         *     on. The same rules as creating hold for the address and the events.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/webhooks/{endpointId}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give an endpoint a new signing secret
+         * @description Makes a new signing secret, shown only in this answer. For 24 hours
+         *     (`previousSecretExpiresAt`) each delivery carries two signatures, one by each secret, so
+         *     the receiver can switch to the new one without losing a delivery; then only the new one
+         *     signs. Rotating again within the 24 hours replaces the older secret.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{endpointId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's delivery attempts
+         * @description Every attempt to deliver an event to the endpoint, newest first, one page at a time (see
+         *     *Paging* in the introduction): the event's id and type, the attempt's number and time,
+         *     the receiver's status code (or the error when there was none: `timeout`,
+         *     `connection_refused`, `address_not_allowed`, `invalid_payload`…), how long it took, the
+         *     first KiB of the receiver's answer, and when the next attempt is due (none once the
+         *     delivery succeeded or gave up). Attempts are kept for 30 days.
+         *
+         *     `HEAD /v1/webhooks/{endpointId}/deliveries` answers as this does, with the same status
+         *     and headers and no body.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "inventory.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A stock count or status changed
+         * @description An inventory entry's `quantity` or `status` changed, by any operation: a PATCH of its
+         *     stock, or an order placed, delivered or cancelled (which change the units reserved and
+         *     so the status). `data` is the entry as it is now, with what it was (`previous`).
+         *     Subscribing to it needs the scope `inventory:read`. Sent as the introduction's *Webhooks* says:
+         *     answer any `2xx` within the time limit once you have it; anything else is tried again.
+         */
+        post: operations["onInventoryUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.placed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An order was placed
+         * @description An order was placed (placeOrder). `data` is the Order as getOrderById returns it.
+         *     Subscribing to it needs the scope `orders:read`. Sent as the introduction's *Webhooks* says:
+         *     answer any `2xx` within the time limit once you have it; anything else is tried again.
+         */
+        post: operations["onOrderPlaced"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.approved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An order was approved
+         * @description An order moved to `approved` (updateOrder). `data` is the Order as getOrderById returns it now.
+         *     Subscribing to it needs the scope `orders:read`. Sent as the introduction's *Webhooks* says:
+         *     answer any `2xx` within the time limit once you have it; anything else is tried again.
+         */
+        post: operations["onOrderApproved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.delivered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An order was delivered
+         * @description An order was delivered (updateOrder): its units left the stock. `data` is the Order as getOrderById returns it now.
+         *     Subscribing to it needs the scope `orders:read`. Sent as the introduction's *Webhooks* says:
+         *     answer any `2xx` within the time limit once you have it; anything else is tried again.
+         */
+        post: operations["onOrderDelivered"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An order was cancelled
+         * @description An open order was cancelled (cancelOrder). `data` is the Order as it was just before: it no longer exists.
+         *     Subscribing to it needs the scope `orders:read`. Sent as the introduction's *Webhooks* says:
+         *     answer any `2xx` within the time limit once you have it; anything else is tried again.
+         */
+        post: operations["onOrderCancelled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -346,12 +579,276 @@ export interface components {
              */
             status: "approved" | "delivered";
         };
+        /**
+         * @description An event the service sends; each is described under **Webhooks** below.
+         * @enum {string}
+         */
+        WebhookEventType: "inventory.updated" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled";
+        /** @description What every view of a webhook endpoint shows (WebhookEndpoint and WebhookEndpointWithSecret add to it). */
+        WebhookEndpointFields: {
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: uri
+             * @description Where the events are sent (POST)
+             */
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            description: string | null;
+            /** @description `false`: nothing is sent to it (set so, or disabled by the service after 5 days of failed deliveries) */
+            enabled: boolean;
+            /** @description Why the service disabled it; `null` otherwise */
+            disabledReason: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @example {
+         *       "id": 7,
+         *       "url": "https://partner.example.com/petstore/events",
+         *       "events": [
+         *         "inventory.updated",
+         *         "order.placed"
+         *       ],
+         *       "description": "Stock sync",
+         *       "enabled": true,
+         *       "disabledReason": null,
+         *       "createdAt": "2026-11-28T09:00:00.000Z",
+         *       "updatedAt": "2026-11-28T09:00:00.000Z"
+         *     }
+         */
+        WebhookEndpoint: components["schemas"]["WebhookEndpointFields"];
+        /**
+         * @example {
+         *       "id": 7,
+         *       "url": "https://partner.example.com/petstore/events",
+         *       "events": [
+         *         "inventory.updated",
+         *         "order.placed"
+         *       ],
+         *       "description": "Stock sync",
+         *       "enabled": true,
+         *       "disabledReason": null,
+         *       "createdAt": "2026-11-28T09:00:00.000Z",
+         *       "updatedAt": "2026-11-28T09:00:00.000Z",
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+         *       "previousSecretExpiresAt": null
+         *     }
+         */
+        WebhookEndpointWithSecret: {
+            /** @description The signing secret, shown only in this answer: `whsec_` and 24 random bytes in base64. Verify each delivery's `webhook-signature` with it. */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until when the secret before this one still signs deliveries (after a rotation); `null` otherwise
+             */
+            previousSecretExpiresAt: string | null;
+        } & components["schemas"]["WebhookEndpointFields"];
+        /**
+         * @example {
+         *       "url": "https://partner.example.com/petstore/events",
+         *       "events": [
+         *         "inventory.updated",
+         *         "order.placed"
+         *       ],
+         *       "description": "Stock sync"
+         *     }
+         */
+        WebhookEndpointCreate: {
+            /**
+             * Format: uri
+             * @description An absolute `https` address of a public host
+             */
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            description?: string;
+        };
+        /**
+         * @example {
+         *       "enabled": false
+         *     }
+         */
+        WebhookEndpointUpdate: {
+            /** Format: uri */
+            url?: string;
+            events?: components["schemas"]["WebhookEventType"][];
+            description?: string | null;
+            enabled?: boolean;
+        };
+        /**
+         * @description One attempt to deliver an event to the endpoint.
+         * @example {
+         *       "id": 301,
+         *       "eventId": "evt_8Tb2xL0kQm4Zp1Rw7yVn3s",
+         *       "eventType": "order.placed",
+         *       "attempt": 2,
+         *       "attemptedAt": "2026-11-28T09:05:05.120Z",
+         *       "statusCode": 503,
+         *       "error": "status_code",
+         *       "durationMs": 84,
+         *       "responseBody": "upstream busy",
+         *       "nextAttemptAt": "2026-11-28T09:35:05.120Z"
+         *     }
+         */
+        WebhookDelivery: {
+            /** Format: int64 */
+            id: number;
+            /** @description The event's id, the same on every attempt (the `webhook-id` header) */
+            eventId: string;
+            eventType: components["schemas"]["WebhookEventType"];
+            /**
+             * Format: int32
+             * @description 1 for the first attempt
+             */
+            attempt: number;
+            /** Format: date-time */
+            attemptedAt: string;
+            /**
+             * Format: int32
+             * @description The receiver's HTTP status; `null` when it gave none
+             */
+            statusCode: number | null;
+            /** @description Why the attempt failed without a status (`timeout`, `connection_refused`, `address_not_allowed`, `invalid_payload`, `network_error`) or with one (`status_code`); `null` when delivered */
+            error: string | null;
+            /** Format: int32 */
+            durationMs: number;
+            /** @description The first KiB of the receiver's answer */
+            responseBody: string | null;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due; `null` once delivered or given up
+             */
+            nextAttemptAt: string | null;
+        };
+        /** @description What every event's body has: a stable `id` (also the `webhook-id` header, the same on every attempt: deduplicate by it), its `type`, when it happened (`createdAt`; events are not delivered in order), and its `data`. */
+        WebhookEventEnvelope: {
+            id: string;
+            type: components["schemas"]["WebhookEventType"];
+            /** Format: date-time */
+            createdAt: string;
+            data: Record<string, never>;
+        };
+        /**
+         * @example {
+         *       "id": "evt_3kT9Xq2mW8pL1vB6nR0yZa",
+         *       "type": "inventory.updated",
+         *       "createdAt": "2026-11-28T09:05:00.000Z",
+         *       "data": {
+         *         "petId": 12,
+         *         "quantity": 5,
+         *         "status": "available",
+         *         "previous": {
+         *           "quantity": 7,
+         *           "status": "available"
+         *         }
+         *       }
+         *     }
+         */
+        InventoryUpdatedEvent: {
+            /** @constant */
+            type?: "inventory.updated";
+            data?: {
+                /** Format: int64 */
+                petId: number;
+                /** Format: int32 */
+                quantity: number;
+                status: components["schemas"]["PetStatus"];
+                previous: {
+                    /** Format: int32 */
+                    quantity: number;
+                    status: components["schemas"]["PetStatus"];
+                };
+            };
+        } & components["schemas"]["WebhookEventEnvelope"];
+        /**
+         * @example {
+         *       "id": "evt_8Tb2xL0kQm4Zp1Rw7yVn3s",
+         *       "type": "order.placed",
+         *       "createdAt": "2026-11-28T09:05:00.000Z",
+         *       "data": {
+         *         "id": 42,
+         *         "petId": 12,
+         *         "quantity": 2,
+         *         "shipDate": "2026-12-02T09:30:00.000Z",
+         *         "status": "placed",
+         *         "complete": false
+         *       }
+         *     }
+         */
+        OrderPlacedEvent: {
+            /** @constant */
+            type?: "order.placed";
+            data?: components["schemas"]["Order"];
+        } & components["schemas"]["WebhookEventEnvelope"];
+        /**
+         * @example {
+         *       "id": "evt_Qm1fZ7xW2pL9kT4nR8yVb0",
+         *       "type": "order.approved",
+         *       "createdAt": "2026-11-28T10:00:00.000Z",
+         *       "data": {
+         *         "id": 42,
+         *         "petId": 12,
+         *         "quantity": 2,
+         *         "shipDate": "2026-12-02T09:30:00.000Z",
+         *         "status": "approved",
+         *         "complete": false
+         *       }
+         *     }
+         */
+        OrderApprovedEvent: {
+            /** @constant */
+            type?: "order.approved";
+            data?: components["schemas"]["Order"];
+        } & components["schemas"]["WebhookEventEnvelope"];
+        /**
+         * @example {
+         *       "id": "evt_Zp4kW1xT8mQ2nL7vR9yBa3",
+         *       "type": "order.delivered",
+         *       "createdAt": "2026-12-02T09:31:00.000Z",
+         *       "data": {
+         *         "id": 42,
+         *         "petId": 12,
+         *         "quantity": 2,
+         *         "shipDate": "2026-12-02T09:30:00.000Z",
+         *         "status": "delivered",
+         *         "complete": true
+         *       }
+         *     }
+         */
+        OrderDeliveredEvent: {
+            /** @constant */
+            type?: "order.delivered";
+            data?: components["schemas"]["Order"];
+        } & components["schemas"]["WebhookEventEnvelope"];
+        /**
+         * @example {
+         *       "id": "evt_Lx2nQ8kT1pW7mZ4vR0yBc9",
+         *       "type": "order.cancelled",
+         *       "createdAt": "2026-11-28T11:00:00.000Z",
+         *       "data": {
+         *         "id": 43,
+         *         "petId": 12,
+         *         "quantity": 1,
+         *         "shipDate": "2026-12-02T09:30:00.000Z",
+         *         "status": "placed",
+         *         "complete": false
+         *       }
+         *     }
+         */
+        OrderCancelledEvent: {
+            /** @constant */
+            type?: "order.cancelled";
+            /** @description The order as it was before it was cancelled (it no longer exists) */
+            data?: components["schemas"]["Order"];
+        } & components["schemas"]["WebhookEventEnvelope"];
         Error: {
             /**
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "out_of_range" | "already_exists" | "invalid_reference" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "insufficient_stock" | "invalid_transition" | "idempotency_key_in_use" | "out_of_range" | "already_exists" | "invalid_reference" | "limit_exceeded" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description; never a stack trace */
             message: string;
             /**
@@ -524,6 +1021,59 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The body is missing a field or holds an invalid value: an `url` that is not an absolute `https` address of a public host (or, where the operator allows private addresses, an `http` or private one), an unknown event type, an empty list of events */
+        WebhookBadRequest: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No endpoint of yours has this id (another key's endpoints are not yours) */
+        WebhookNotFound: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "no webhook endpoint of yours with id 7",
+                 *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The API key has 10 endpoints already, the most it may have */
+        WebhookLimitExceeded: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "limit_exceeded",
+                 *       "message": "this API key has 10 webhook endpoints, the most it may have: remove one first",
+                 *       "status": 409
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -943,6 +1493,26 @@ export interface components {
          * @example 12
          */
         PetId: number;
+        /**
+         * @description The ID of one of your webhook endpoints, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+         * @example 7
+         */
+        EndpointId: number;
+        /**
+         * @description The event's id (`evt_…`), the same on every attempt of the event: deduplicate by it
+         * @example evt_8Tb2xL0kQm4Zp1Rw7yVn3s
+         */
+        WebhookIdHeader: string;
+        /**
+         * @description When this attempt was sent, in Unix seconds; refuse one far from your clock (5 minutes, say)
+         * @example 1795770300
+         */
+        WebhookTimestampHeader: string;
+        /**
+         * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the base64-decoded bytes after `whsec_` of the endpoint's secret; during a secret's rotation, one per secret, separated by spaces. Accept the delivery when one of them matches.
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        WebhookSignatureHeader: string;
         /** @description The most items in one page, from 1 to 100 (see *Paging* in the introduction) */
         PageLimit: number;
         /** @description Where the page starts: the `cursor` of the previous page's `Link` with `rel="next"`, unchanged, with the same filters. Without it, the first page. */
@@ -1393,6 +1963,505 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description The most items in one page, from 1 to 100 (see *Paging* in the introduction) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Where the page starts: the `cursor` of the previous page's `Link` with `rel="next"`, unchanged, with the same filters. Without it, the first page. */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: {
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the key's endpoints, ordered by id ascending */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["NextLink"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"][];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["PageBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its signing secret (shown only now) */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["WebhookBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["WebhookLimitExceeded"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The ID of one of your webhook endpoints, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+                 * @example 7
+                 */
+                endpointId: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /**
+                 * @description The ID of one of your webhook endpoints, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+                 * @example 7
+                 */
+                endpointId: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /**
+                 * @description The ID of one of your webhook endpoints, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+                 * @example 7
+                 */
+                endpointId: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as it is now */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["WebhookBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /**
+                 * @description The ID of one of your webhook endpoints, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+                 * @example 7
+                 */
+                endpointId: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The most items in one page, from 1 to 100 (see *Paging* in the introduction) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Where the page starts: the `cursor` of the previous page's `Link` with `rel="next"`, unchanged, with the same filters. Without it, the first page. */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: {
+                /** @description An id for this request, to join the service's log lines with the caller's. It is kept when it is 1 to 128 characters of letters, digits, `_`, `.`, `:` and `-` and holds no API key (`psk_…`); any other value (or none) is replaced by a fresh UUID. It is never refused. The id used is returned in the `X-Request-Id` response header and written in every log line of the request. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Entity tags of representations the client already holds (RFC 9110 §13.1.2), or `*`. When one of them is the current tag (`W/` prefixes are ignored), the answer is `304` without a body instead of `200`. A 304 is authenticated and counted like any other request. At most 4096 characters (some 70 of this service's tags); a longer value is `400 invalid_request`. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The ID of one of your webhook endpoints, as the service gave it: a whole number from 1 to 9007199254740991 written in plain decimal.
+                 * @example 7
+                 */
+                endpointId: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of attempts, newest first */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["NextLink"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["PageBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    onInventoryUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_…`), the same on every attempt of the event: deduplicate by it
+                 * @example evt_8Tb2xL0kQm4Zp1Rw7yVn3s
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in Unix seconds; refuse one far from your clock (5 minutes, say)
+                 * @example 1795770300
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the base64-decoded bytes after `whsec_` of the endpoint's secret; during a secret's rotation, one per secret, separated by spaces. Accept the delivery when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InventoryUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do; its body is not read beyond 4 KiB) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onOrderPlaced: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_…`), the same on every attempt of the event: deduplicate by it
+                 * @example evt_8Tb2xL0kQm4Zp1Rw7yVn3s
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in Unix seconds; refuse one far from your clock (5 minutes, say)
+                 * @example 1795770300
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the base64-decoded bytes after `whsec_` of the endpoint's secret; during a secret's rotation, one per secret, separated by spaces. Accept the delivery when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderPlacedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do; its body is not read beyond 4 KiB) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onOrderApproved: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_…`), the same on every attempt of the event: deduplicate by it
+                 * @example evt_8Tb2xL0kQm4Zp1Rw7yVn3s
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in Unix seconds; refuse one far from your clock (5 minutes, say)
+                 * @example 1795770300
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the base64-decoded bytes after `whsec_` of the endpoint's secret; during a secret's rotation, one per secret, separated by spaces. Accept the delivery when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderApprovedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do; its body is not read beyond 4 KiB) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onOrderDelivered: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_…`), the same on every attempt of the event: deduplicate by it
+                 * @example evt_8Tb2xL0kQm4Zp1Rw7yVn3s
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in Unix seconds; refuse one far from your clock (5 minutes, say)
+                 * @example 1795770300
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the base64-decoded bytes after `whsec_` of the endpoint's secret; during a secret's rotation, one per secret, separated by spaces. Accept the delivery when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderDeliveredEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do; its body is not read beyond 4 KiB) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onOrderCancelled: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_…`), the same on every attempt of the event: deduplicate by it
+                 * @example evt_8Tb2xL0kQm4Zp1Rw7yVn3s
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in Unix seconds; refuse one far from your clock (5 minutes, say)
+                 * @example 1795770300
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body`, keyed with the base64-decoded bytes after `whsec_` of the endpoint's secret; during a secret's rotation, one per secret, separated by spaces. Accept the delivery when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderCancelledEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do; its body is not read beyond 4 KiB) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

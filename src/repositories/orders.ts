@@ -1,9 +1,10 @@
 import { sql } from 'kysely'
-import { toOrder } from '../store/rows.js'
+import { statusOf, toOrder } from '../store/rows.js'
 import { statement, type Arg } from '../store/query.js'
 import type { Order } from '../store/types.js'
 import { all, first, lockRow, run, type DataAccess, type Work } from '../store/work.js'
 import type { IdempotencyRepository, Idempotent, IdempotentRequest } from './idempotency.js'
+import { recordEvent, subscribedTypes, type EventScopes, type WebhookEventType } from './webhooks.js'
 
 export type OrderStatus = Order['status']
 
@@ -88,12 +89,33 @@ const everyOrder = statement('orders.list', (db) => db.selectFrom('orders').sele
 /** Every order, in id order (the tests read them back so). */
 export const allOrders = (data: DataAccess): Promise<Order[]> => data.read(function * () { return (yield * all(everyOrder, {})).map(toOrder) })
 
-/** Units of the pet not yet reserved by open orders; undefined when it has no inventory entry. */
-function * unreserved (petId: number): Work<{ stock: number, available: number } | undefined> {
+/** The pet's stock and the units its open orders reserve; undefined when it has no inventory entry. */
+function * stockOf (petId: number): Work<{ stock: number, reserved: number, available: number } | undefined> {
   const entry = yield * first(q.stock, { petId })
   if (entry === undefined) return undefined
   const reserved = Number((yield * first(q.reserved, { petId }))?.units ?? 0)
-  return { stock: entry.quantity, available: Math.max(0, entry.quantity - reserved) }
+  return { stock: entry.quantity, reserved, available: Math.max(0, entry.quantity - reserved) }
+}
+
+/** What a change of an order records for the webhooks (openapi.yaml, webhooks): the events someone wants. */
+interface EventContext {
+  scopes: EventScopes
+  now: number
+}
+
+/**
+ * Records the events of a change of an order: the order's own (its data: the Order as it is now,
+ * or as it was when cancelled), and inventory.updated when the pet's stock or status changed, from
+ * the stock and reservations before and after (the status rule of openapi.yaml, as statusOf).
+ */
+function * recordOrderEvents (context: EventContext, type: WebhookEventType, order: Order, before: { stock: number, reserved: number }, after: { stock: number, reserved: number }): Work<void> {
+  const wanted = yield * subscribedTypes(context.scopes)
+  if (wanted.has(type)) yield * recordEvent(type, order, context.scopes[type], { now: context.now })
+  const previous = { quantity: before.stock, status: statusOf(before.stock, before.reserved) }
+  const status = statusOf(after.stock, after.reserved)
+  if (wanted.has('inventory.updated') && (after.stock !== before.stock || status !== previous.status)) {
+    yield * recordEvent('inventory.updated', { petId: order.petId, quantity: after.stock, status, previous }, context.scopes['inventory.updated'], { now: context.now })
+  }
 }
 
 /**
@@ -109,56 +131,69 @@ function * lockedOrder (id: number): Work<Order | undefined> {
   return row && toOrder(row)
 }
 
-function * place (order: NewOrder): Work<PlaceOutcome> {
+function * place (order: NewOrder, events: EventContext): Work<PlaceOutcome> {
   yield * lockRow('inventory', order.petId)
-  const units = yield * unreserved(order.petId)
+  const units = yield * stockOf(order.petId)
   if (units === undefined) return { kind: 'no_inventory' }
   if (order.quantity > units.available) return { kind: 'insufficient_stock', available: units.available }
   const [row] = yield * all(q.insert, order)
   if (row === undefined) throw new Error('the order insert returned no row')
-  return { kind: 'placed', order: toOrder(row) }
+  const placed = toOrder(row)
+  yield * recordOrderEvents(events, 'order.placed', placed, units, { stock: units.stock, reserved: units.reserved + order.quantity })
+  return { kind: 'placed', order: placed }
 }
 
-function * setStatus (id: number, status: Exclude<OrderStatus, 'placed'>): Work<StatusOutcome> {
+function * setStatus (id: number, status: Exclude<OrderStatus, 'placed'>, events: EventContext): Work<StatusOutcome> {
   const order = yield * lockedOrder(id)
   if (order === undefined) return { kind: 'not_found' }
   if (order.status === status) return { kind: 'updated', order }
   if (order.status === 'delivered') return { kind: 'invalid_transition', from: order.status }
+  const before = (yield * stockOf(order.petId)) ?? { stock: 0, reserved: 0 }
   if (status === 'delivered') {
-    const stock = (yield * first(q.stock, { petId: order.petId }))?.quantity ?? 0
-    if (stock < order.quantity) return { kind: 'insufficient_stock', stock, order }
+    if (before.stock < order.quantity) return { kind: 'insufficient_stock', stock: before.stock, order }
     yield * run(q.takeFromStock, { petId: order.petId, quantity: order.quantity })
   }
   const [row] = yield * all(q.setStatus, { id, status, complete: status === 'delivered' })
   if (row === undefined) throw new Error('the order update returned no row')
-  return { kind: 'updated', order: toOrder(row) }
+  const updated = toOrder(row)
+  // Delivering an open order takes its units out of the stock and out of what is reserved.
+  const after = status === 'delivered' ? { stock: before.stock - order.quantity, reserved: before.reserved - order.quantity } : before
+  yield * recordOrderEvents(events, status === 'delivered' ? 'order.delivered' : 'order.approved', updated, before, after)
+  return { kind: 'updated', order: updated }
 }
 
-function * cancel (id: number): Work<CancelOutcome> {
+function * cancel (id: number, events: EventContext): Work<CancelOutcome> {
   const order = yield * lockedOrder(id)
   if (order === undefined) return { kind: 'not_found' }
   if (order.status === 'delivered') return { kind: 'invalid_transition', from: order.status }
+  const before = (yield * stockOf(order.petId)) ?? { stock: 0, reserved: 0 }
   yield * run(q.remove, { id })
+  yield * recordOrderEvents(events, 'order.cancelled', order, before, { stock: before.stock, reserved: before.reserved - order.quantity })
   return { kind: 'cancelled' }
 }
 
 /** Placing is answered again to a retry; a failure of the service is not an outcome, so it is not kept. */
 const keptOutcome = () => true
 
-export function ordersRepository (data: DataAccess, idempotency: IdempotencyRepository, now: () => number): OrdersRepository {
+/**
+ * `scopes`: the scope each event type needs (openapi.yaml's webhooks): each change records, in its
+ * own transaction, the events endpoints subscribe to.
+ */
+export function ordersRepository (data: DataAccess, idempotency: IdempotencyRepository, now: () => number, scopes: EventScopes): OrdersRepository {
+  const events = (): EventContext => ({ scopes, now: now() })
   return {
     place: (order, request) => data.write(() => request === undefined
-      ? doneOnce(place(order))
-      : idempotency.guard(request, now(), () => place(order), keptOutcome)),
+      ? doneOnce(place(order, events()))
+      : idempotency.guard(request, now(), () => place(order, events()), keptOutcome)),
 
     get: (id) => data.read(function * () {
       const row = yield * first(q.byId, { id })
       return row && toOrder(row)
     }),
 
-    setStatus: (id, status) => data.write(() => setStatus(id, status)),
+    setStatus: (id, status) => data.write(() => setStatus(id, status, events())),
 
-    cancel: (id) => data.write(() => cancel(id)),
+    cancel: (id) => data.write(() => cancel(id, events())),
 
     page: ({ statuses, petId, afterId, limit }) => data.read(function * () {
       const args: PageArgs = { afterId: afterId ?? 0, petId: petId ?? 0, limit: limit + 1 }

@@ -112,16 +112,17 @@ export type Arg<A> = <K extends keyof A & string>(key: K) => A[K]
  * of the call goes; annotate it (`arg: Arg<{ petId: number }>`) to type the call's arguments, each
  * of which must be Bindable. (An argument is typed as its value so that Kysely types the query; it
  * is a placeholder until the statement runs.) A SELECT is a read; anything else is a write, and
- * so is a SELECT whose common table expressions write.
+ * so is a SELECT whose common table expressions write. `engine` is for the rare clause only one
+ * engine has (FOR UPDATE SKIP LOCKED): the statement stays one, written in one place.
  */
 export function statement<A extends BindableArgs<A> = Record<never, never>, Q extends Compilable<unknown> = Compilable<unknown>> (
   name: string,
-  build: (db: Kysely<Database>, arg: Arg<A>) => Q
+  build: (db: Kysely<Database>, arg: Arg<A>, engine: Engine) => Q
 ): Statement<A, Row<Q>, AccessOf<Q>> {
   const arg: Arg<A> = (key) => new Argument(key) as unknown as A[typeof key]
   const perEngine = {
-    sqlite: build(builders.sqlite, arg).compile(),
-    postgres: build(builders.postgres, arg).compile()
+    sqlite: build(builders.sqlite, arg, 'sqlite').compile(),
+    postgres: build(builders.postgres, arg, 'postgres').compile()
   }
   const fill = (engine: Engine) => {
     const { sql, parameters } = perEngine[engine]

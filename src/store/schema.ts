@@ -160,9 +160,13 @@ export const primaryKeyOf: Readonly<Record<TableName, string>> = {
 /**
  * The row lock a write to a table needs first, in every repository's work (work.ts writeRules):
  * every write of the stock or of an order holds its pet's inventory row, so the writers of one
- * pet take turns and what each read of the stock stays true until it commits.
+ * pet take turns and what each read of the stock stays true until it commits; every write of a
+ * webhook endpoint holds its API key's row.
  */
 export const writeLocks: Readonly<Partial<Record<TableName, TableName>>> = {
   inventory: 'inventory',
-  orders: 'inventory'
+  orders: 'inventory',
+  // An API key's endpoints: their number is bounded per key, and a delivery's outcome updates its
+  // endpoint; the key's row orders those writes.
+  webhook_endpoints: 'api_keys'
 }

@@ -1,7 +1,7 @@
 import type { JsonListVersion } from '../contract/json-list.js'
 import type { components } from '../generated/openapi.js'
 import type { MaybePromise } from '../maybe-promise.js'
-import type { DataAccess, ReadWork } from './work.js'
+import type { DataAccess, ReadWork, Work } from './work.js'
 
 export type InventoryItem = components['schemas']['InventoryItem']
 export type Pet = components['schemas']['Pet']
@@ -100,8 +100,26 @@ export interface InventoryFastPaths<Json extends ListJson = ListJson> {
    * per row. An engine may hand out text it built before, as long as nothing it lists has changed since.
    */
   listJson (): Promise<Json>
-  /** Sets the quantity atomically; undefined when the pet has no inventory entry. */
-  update (petId: number, quantity: number): Promise<InventoryItem | undefined>
+  /**
+   * Sets the quantity atomically; undefined when the pet has no inventory entry. When the entry's
+   * quantity or status changes and an endpoint wants it, the inventory.updated event of `events`
+   * is recorded in the PATCH's own transaction (without `events`, none: the store's own tests).
+   */
+  update (petId: number, quantity: number, events?: InventoryEvents): Promise<InventoryItem | undefined>
+}
+
+/**
+ * How a PATCH records its inventory.updated event (src/repositories/inventory.ts gives it; the
+ * queries are the webhooks repository's). An engine that runs work in the PATCH's transaction
+ * uses `wanted` and `record`; PostgreSQL's PATCHes are one statement per batch, which records the
+ * event itself (postgres/statements.ts), for endpoints whose key holds `scope`.
+ */
+export interface InventoryEvents {
+  /** The scope an endpoint's API key needs to receive inventory.updated. */
+  readonly scope: string
+  /** Whether an endpoint would receive the event now. */
+  wanted (): ReadWork<boolean>
+  record (item: InventoryItem, previous: { quantity: number, status: PetStatus }): Work<void>
 }
 
 export interface EntryCaches {

@@ -9,6 +9,7 @@ import { openapiPath } from '../../src/contract/paths.js'
 import { buildTestApp, type Teardown, tempDir } from '../helpers/app.js'
 import { expectError } from '../helpers/assertions.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 
 // Path, query and header parameters of every type a document may declare, on operations added
 // to a copy of openapi.yaml: text is parsed as the declared type, then validated; a value that
@@ -195,10 +196,10 @@ t.test('the operations of openapi.yaml refuse unknown query parameters too', asy
   const missingFirst = expectError(t, await api.request({ method: 'PATCH', url: '/v1/inventory/abc?quantity=5', headers }),
     400, 'invalid_request', 'no body, a bad path parameter and an unknown query parameter')
   t.match(missingFirst.message, /body/i, `a missing body is named first (${missingFirst.message})`)
-  const before = await inventoryRepository(api.store).list()
+  const before = await inventoryRepository(api.store, EVENT_SCOPES).list()
   const patch = await api.request({ method: 'PATCH', url: '/v1/inventory/1?quantity=5', headers: { ...headers, 'content-type': 'application/json' }, payload: '{"quantity":3}' })
   expectError(t, patch, 400, 'invalid_request', 'PATCH with a query parameter')
-  t.strictSame(await inventoryRepository(api.store).list(), before, 'and changes nothing')
+  t.strictSame(await inventoryRepository(api.store, EVENT_SCOPES).list(), before, 'and changes nothing')
   t.equal((await api.request({ method: 'GET', url: '/v1/inventory', headers })).statusCode, 200, 'without it, 200')
   t.equal((await api.request({ method: 'GET', url: '/v1/inventory?', headers })).statusCode, 200, 'an empty query string is no parameter')
 })

@@ -20,7 +20,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { InjectOptions } from 'fastify'
 import type { Response as InjectResponse } from 'light-my-request'
 import { buildTestApp } from '../helpers/app.js'
-import { ALL_SCOPES, document } from '../helpers/contract.js'
+import { EVENT_SCOPES, ALL_SCOPES, document } from '../helpers/contract.js'
 import { isStub } from '../helpers/surface.js'
 import { apiKeysRepository, generateApiKey } from '../../src/repositories/api-keys.js'
 import type { InventoryItem } from '../../src/store/types.js'
@@ -529,12 +529,12 @@ t.test(`fuzzing every operation of openapi.yaml (seed ${SEED}, ${RUNS} requests)
   const property = fc.asyncProperty(requests({ valid, revoked }), async (request) => {
     byOperation.set(request.label, (byOperation.get(request.label) ?? 0) + 1)
     const options = toInject(request)
-    const before = await inventoryRepository(api.store).list()
+    const before = await inventoryRepository(api.store, EVENT_SCOPES).list()
     const res = await send(options)
     const operation = operationOf(options.method, request.path)
     const stub = operation !== undefined && isStub(operation.operationId)
     check(res.statusCode < 500 || (stub && res.statusCode === 501), `status ${res.statusCode}: ${res.body.slice(0, 300)}`)
-    const after = await inventoryRepository(api.store).list()
+    const after = await inventoryRepository(api.store, EVENT_SCOPES).list()
 
     const accepted = res.statusCode >= 200 && res.statusCode < 300
     if (accepted && operation?.operationId === 'updateInventory') {
@@ -585,7 +585,7 @@ t.test(`fuzzing every operation of openapi.yaml (seed ${SEED}, ${RUNS} requests)
 t.test('regressions found by fuzzing', async (t) => {
   const api = await buildTestApp(t)
   const authorization = `Bearer ${await api.createKey('enterprise', { perMinute: 10_000_000, perDay: 100_000_000 })}`
-  const before = await inventoryRepository(api.store).list()
+  const before = await inventoryRepository(api.store, EVENT_SCOPES).list()
 
   // Fastify validates a body only when one arrived: a PATCH without any body reached the handler (500).
   let res = await api.request({ method: 'PATCH', url: '/v1/inventory/1', headers: { authorization } })
@@ -599,5 +599,5 @@ t.test('regressions found by fuzzing', async (t) => {
     t.equal(res.statusCode, 400, `${url.slice(0, 40)} is 400`)
     t.equal(res.json().code, 'invalid_request', `${url.slice(0, 40)} answers with the Error body`)
   }
-  t.same(await inventoryRepository(api.store).list(), before, 'nothing changed')
+  t.same(await inventoryRepository(api.store, EVENT_SCOPES).list(), before, 'nothing changed')
 })

@@ -2,6 +2,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import type { ValidateFunction } from 'ajv'
 import type { Response as InjectResponse } from 'light-my-request'
 import { createAjv } from '../../src/contract/ajv.js'
+import { webhookEvents } from '../../src/webhooks/events.js'
 import { loadDocument } from '../../src/contract/document.js'
 
 /**
@@ -18,6 +19,9 @@ export const document = await loadDocument()
 
 /** Every scope an API key can hold (openapi.yaml): keys of tests hold them all unless a test says otherwise. */
 export const ALL_SCOPES = document.scopes
+
+/** The scope each webhook event type needs (openapi.yaml's webhooks), as the repositories are given it. */
+export const EVENT_SCOPES = webhookEvents(document).scopes
 const ajv = createAjv()
 const API_PREFIX = '/v1'
 

@@ -3,6 +3,7 @@ import t from 'tap'
 import { createPostgresStore } from '../../src/store/postgres/index.js'
 import { createTestSchema, POSTGRES } from '../helpers/postgres.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 
 // The PATCHes of one turn share one statement on PostgreSQL (src/store/postgres/inventory-writes.ts).
 // One of them meeting a row another transaction holds must not hold up, or fail, the others: each
@@ -38,7 +39,7 @@ t.test('a PATCH whose row is locked elsewhere waits alone; the others of its bat
   }
   t.equal(results[0]!.status, 'rejected', 'pet 1 waited for its row past the time limit')
   t.match((results[0] as PromiseRejectedResult).reason, { name: 'StoreUnavailableError' }, '…and is answered 503')
-  const stock = new Map((await inventoryRepository(store).list()).map((item) => [item.petId, item.quantity]))
+  const stock = new Map((await inventoryRepository(store, EVENT_SCOPES).list()).map((item) => [item.petId, item.quantity]))
   t.same([1, 2, 3, 4, 5].map((petId) => stock.get(petId)), [0, 12, 13, 14, 15], 'exactly the acknowledged writes are stored')
 })
 

@@ -3,6 +3,7 @@ import { demoCatalogue } from '../../src/store/demo-catalogue.js'
 import { buildTestApp } from '../helpers/app.js'
 import { createTestSchema } from '../helpers/postgres.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 
 interface Item { petId: number, quantity: number, status: string }
 
@@ -51,5 +52,5 @@ t.test('200 concurrent PATCHes of one pet across two instances on one schema', a
   t.same(finals[0], finals[1], 'both instances read the same entry')
   t.ok(values.includes(finals[0]!.quantity), `the final quantity (${finals[0]!.quantity}) is one of the sent values`)
   t.equal(finals[0]!.status, expectedStatus(finals[0]!.quantity))
-  t.equal((await inventoryRepository(a.store).list()).length, demoCatalogue.inventory!.length, 'the demo catalogue is there once')
+  t.equal((await inventoryRepository(a.store, EVENT_SCOPES).list()).length, demoCatalogue.inventory!.length, 'the demo catalogue is there once')
 })

@@ -10,6 +10,7 @@ import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { allOrders } from '../../src/repositories/orders.js'
 import type { PostgresStore } from '../../src/store/postgres/index.js'
 import { keepAliveTimers, startTcpProxy } from '../helpers/tcp-proxy.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 
 /**
  * PostgreSQL outages, simulated in front of the real server (which is never stopped): requests
@@ -143,7 +144,7 @@ t.test('writes streaming through an outage: every acknowledged write is kept', a
   t.ok([...statuses.keys()].every((status) => status === 200 || status === 503), 'every answer was 200 or 503')
   t.ok(statuses.get(503)! > 0 && statuses.get(200)! > 0, 'the outage was felt, and writes went through before and after it')
   t.comment(`answers: ${JSON.stringify(Object.fromEntries(statuses))}`)
-  const final = new Map((await inventoryRepository(api.store).list()).map((i) => [i.petId, i.quantity]))
+  const final = new Map((await inventoryRepository(api.store, EVENT_SCOPES).list()).map((i) => [i.petId, i.quantity]))
   for (const petId of pets) {
     const value = final.get(petId)!
     t.ok(value >= acked.get(petId)! && value <= attempted.get(petId)!,

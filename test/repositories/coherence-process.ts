@@ -5,6 +5,7 @@
 import { idempotencyRepository } from '../../src/repositories/idempotency.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { allOrders, ordersRepository } from '../../src/repositories/orders.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 import { createSqliteStore } from '../../src/store/sqlite/index.js'
 import type { ListJson } from '../../src/store/types.js'
 import { apiKeysRepository } from '../../src/repositories/api-keys.js'
@@ -13,8 +14,8 @@ import { petsRepository } from '../../src/repositories/pets.js'
 const file = process.argv[2]
 if (file === undefined || process.send === undefined) throw new Error('usage: fork coherence-process.ts FILE (with IPC)')
 const store = createSqliteStore(file)
-const orders = ordersRepository(store, idempotencyRepository(store), Date.now)
-const inventory = inventoryRepository(store)
+const orders = ordersRepository(store, idempotencyRepository(store), Date.now, EVENT_SCOPES)
+const inventory = inventoryRepository(store, EVENT_SCOPES)
 const keys = apiKeysRepository(store)
 const text = (list: ListJson) => typeof list === 'string' ? list : list.bytes.toString()
 

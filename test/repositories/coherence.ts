@@ -15,7 +15,7 @@ import { tempDir } from '../helpers/app.js'
 import { typescriptArgs } from '../helpers/node-args.js'
 import { createTestSchema } from '../helpers/postgres.js'
 import { seededRandom } from '../helpers/random.js'
-import { ALL_SCOPES } from '../helpers/contract.js'
+import { EVENT_SCOPES, ALL_SCOPES } from '../helpers/contract.js'
 
 /**
  * Caches are infrastructure: whichever repository method writes, through whichever of two
@@ -68,7 +68,7 @@ export interface Instance {
 
 const instance = (store: Store): RunInstance => {
   const idempotency = idempotencyRepository(store)
-  const local: Instance = { store, orders: ordersRepository(store, idempotency, Date.now), inventory: inventoryRepository(store), pets: petsRepository(store), keys: apiKeysRepository(store) }
+  const local: Instance = { store, orders: ordersRepository(store, idempotency, Date.now, EVENT_SCOPES), inventory: inventoryRepository(store, EVENT_SCOPES), pets: petsRepository(store), keys: apiKeysRepository(store) }
   return { ...local, store: storeCalls(store), local }
 }
 

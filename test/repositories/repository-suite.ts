@@ -8,7 +8,7 @@ import { statement, type Arg } from '../../src/store/query.js'
 import type { Store } from '../../src/store/types.js'
 import { all, first, lockRow, run, tryLock, type Work } from '../../src/store/work.js'
 import type { StoreFactory } from '../store/store-suite.js'
-import { ALL_SCOPES } from '../helpers/contract.js'
+import { EVENT_SCOPES, ALL_SCOPES } from '../helpers/contract.js'
 
 const SHIP = '2026-12-01T10:00:00.000Z'
 
@@ -43,11 +43,11 @@ async function setUp (t: Test, factory: StoreFactory) {
     now,
     advance: (ms: number) => { clock += ms },
     idempotency,
-    orders: ordersRepository(store, idempotency, now),
-    inventory: inventoryRepository(store),
+    orders: ordersRepository(store, idempotency, now, EVENT_SCOPES),
+    inventory: inventoryRepository(store, EVENT_SCOPES),
     pets: petsRepository(store),
     apiKeys: apiKeysRepository(store),
-    statusOf: async (petId: number) => (await inventoryRepository(store).list()).find((item) => item.petId === petId)?.status
+    statusOf: async (petId: number) => (await inventoryRepository(store, EVENT_SCOPES).list()).find((item) => item.petId === petId)?.status
   }
 }
 
@@ -117,7 +117,7 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     for (const [name, result] of Object.entries({ patch1, order2, order1, patch2, order2b })) {
       t.equal(result!.status, 'fulfilled', `${name} is acknowledged (${result!.status === 'rejected' ? String((result as PromiseRejectedResult).reason) : 'ok'})`)
     }
-    const stock = new Map((await inventoryRepository(r.store).list()).map((item) => [item.petId, item.quantity]))
+    const stock = new Map((await inventoryRepository(r.store, EVENT_SCOPES).list()).map((item) => [item.petId, item.quantity]))
     t.equal(stock.get(1), 9, 'the first PATCH is read back')
     t.equal(stock.get(2), 8, 'the second PATCH is read back')
     t.equal(stock.get(3), 0, 'what the throwing write did is undone')
@@ -160,7 +160,7 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
       yield * lockRow('inventory', 99)
       return yield * all(addOrder, { petId: 99 })
     }), refused('invalid_reference'), 'an order of a pet that does not exist')
-    t.same((await inventoryRepository(r.store).list()).map((item) => item.quantity), [2147483647, 2, 0], 'nothing changed')
+    t.same((await inventoryRepository(r.store, EVENT_SCOPES).list()).map((item) => item.quantity), [2147483647, 2, 0], 'nothing changed')
   })
 
   t.test('setStatus: transitions, delivery takes the units out of stock', async (t) => {
@@ -171,7 +171,7 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     t.match(await r.orders.setStatus(id, 'approved'), { kind: 'updated', order: { status: 'approved', complete: false } })
     t.match(await r.orders.setStatus(id, 'approved'), { kind: 'updated', order: { status: 'approved' } }, 'its own status changes nothing')
     t.match(await r.orders.setStatus(id, 'delivered'), { kind: 'updated', order: { status: 'delivered', complete: true } })
-    t.equal((await inventoryRepository(r.store).list()).find((i) => i.petId === 1)?.quantity, 4)
+    t.equal((await inventoryRepository(r.store, EVENT_SCOPES).list()).find((i) => i.petId === 1)?.quantity, 4)
     t.same(await r.orders.setStatus(id, 'approved'), { kind: 'invalid_transition', from: 'delivered' })
     t.same(await r.orders.setStatus(999, 'approved'), { kind: 'not_found' })
     // Stock lowered below an open order: delivering it is refused and changes nothing.

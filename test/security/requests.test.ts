@@ -14,7 +14,7 @@ import type { Store } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
-import { ALL_SCOPES } from '../helpers/contract.js'
+import { EVENT_SCOPES, ALL_SCOPES } from '../helpers/contract.js'
 
 const BODY_LIMIT = 1024
 const LEAK = /at .+:\d+:\d+|\.[jt]s:\d+|\/work\/|node_modules|Error:|SQLITE|ECONNREFUSED|\bstack\b/
@@ -148,7 +148,7 @@ t.test('on a real server: body limit, parser-level refusals and path traversal',
 t.test('prototype poisoning in bodies and query strings is refused and pollutes nothing', async (t) => {
   const api = await buildTestApp(t)
   const headers = { authorization: `Bearer ${await api.createKey('enterprise', { perMinute: 1_000_000, perDay: 10_000_000 })}`, 'content-type': 'application/json' }
-  const before = await inventoryRepository(api.store).list()
+  const before = await inventoryRepository(api.store, EVENT_SCOPES).list()
   const payloads = [
     '{"__proto__":{"quantity":1}}',
     '{"quantity":1,"__proto__":{"isAdmin":true}}',
@@ -168,7 +168,7 @@ t.test('prototype poisoning in bodies and query strings is refused and pollutes 
     t.equal(res.statusCode, 400, `${query}: refused (the operation takes no query parameters)`)
     t.match(res.json(), { code: 'invalid_request', message: /^querystring must NOT have additional properties/ }, `${query}: says why`)
   }
-  t.same(await inventoryRepository(api.store).list(), before, 'the store is untouched')
+  t.same(await inventoryRepository(api.store, EVENT_SCOPES).list(), before, 'the store is untouched')
 })
 
 /**

@@ -9,6 +9,7 @@ import { tempDir } from '../helpers/app.js'
 import { createTestSchema } from '../helpers/postgres.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { allOrders } from '../../src/repositories/orders.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 
 const MAX_ID = Number.MAX_SAFE_INTEGER
 const catalogue: Catalogue = {
@@ -40,7 +41,7 @@ for (const [engine, open] of engines) {
     await store.migrate()
     t.equal(listText(await store.inventory.listJson()), '[]', 'an empty inventory is an empty array')
 
-    const same = async (what: string) => t.equal(listText(await store.inventory.listJson()), JSON.stringify(await inventoryRepository(store).list()), what)
+    const same = async (what: string) => t.equal(listText(await store.inventory.listJson()), JSON.stringify(await inventoryRepository(store, EVENT_SCOPES).list()), what)
     // Synthetic pets first: they are numbered after the highest id, and MAX_ID has no successor.
     await addSyntheticPets(store, 3)
     await same('after synthetic pets')

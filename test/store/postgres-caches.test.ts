@@ -11,7 +11,7 @@ import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { allOrders } from '../../src/repositories/orders.js'
-import { ALL_SCOPES } from '../helpers/contract.js'
+import { EVENT_SCOPES, ALL_SCOPES } from '../helpers/contract.js'
 
 /**
  * The PostgreSQL store's caches across instances (src/store/postgres/index.ts): each instance
@@ -119,7 +119,7 @@ t.test('reads are served from memory while listening: a write that bypasses the 
   t.same(await petsRepository(a!).get(2), pet, 'the pet from memory')
   t.ok((await allOrders(a!)).every((o) => o.status === 'delivered'), 'orders are not cached: read afresh (paged from the database)')
   t.ok(await apiKeysRepository(a!).findActive('hash-1'), 'the key from memory')
-  t.ok((await inventoryRepository(a!).list()).every((i) => i.quantity === 40), 'while the database has changed')
+  t.ok((await inventoryRepository(a!, EVENT_SCOPES).list()).every((i) => i.quantity === 40), 'while the database has changed')
 
   await psql.query('SET session_replication_role = DEFAULT')
   await psql.query('UPDATE inventory SET quantity = 41 WHERE pet_id = 2')
@@ -147,7 +147,7 @@ t.test('this instance reads its own writes at once, also while reading and writi
   }))
   t.equal((await petsRepository(a!).get(3))?.status, 'available', 'pet 3 is past its order')
   t.equal(violations, 0, 'no read older than a write acknowledged before it')
-  t.equal(await a!.inventory.listJson(), JSON.stringify(await inventoryRepository(a!).list()), 'the final list is the database\'s')
+  t.equal(await a!.inventory.listJson(), JSON.stringify(await inventoryRepository(a!, EVENT_SCOPES).list()), 'the final list is the database\'s')
 })
 
 t.test('thousands of random writes on two instances and plain SQL: the cached lists are a full rebuild, byte for byte', async (t) => {
@@ -194,7 +194,7 @@ t.test('thousands of random writes on two instances and plain SQL: the cached li
 
   const compare = async (label: string) => {
     await Promise.all([a!.syncChanges(), b!.syncChanges()])
-    const rebuilt = JSON.stringify(await inventoryRepository(a!).list())
+    const rebuilt = JSON.stringify(await inventoryRepository(a!, EVENT_SCOPES).list())
     const orders = JSON.stringify((await psql.query<OrderRow>(`SELECT ${orderColumns} FROM orders ORDER BY id`)).rows.map(toOrder))
     // Cached pets agree with the rebuilt list: here every pet has an entry, and an entry a pet.
     const statuses = new Map((JSON.parse(rebuilt) as { petId: number, status: string }[]).map((i) => [i.petId, i.status]))
@@ -285,7 +285,7 @@ t.test('PATCHes of one event-loop turn share one statement and one announcement;
   const outcomes = await Promise.allSettled([a!.inventory.update(1, 11), a!.inventory.update(2, -1), a!.inventory.update(1, 12), a!.inventory.update(3, 13)])
   t.same(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'], 'a write the schema refuses fails alone')
   t.same(outcomes.map((o) => o.status === 'fulfilled' ? o.value?.quantity : undefined), [11, undefined, 12, 13], 'a second write of a pet in the same turn gets its own row')
-  const list = await inventoryRepository(a!).list()
+  const list = await inventoryRepository(a!, EVENT_SCOPES).list()
   t.ok([11, 12].includes(list[0]!.quantity), `pet 1 holds one of its two writes (${list[0]!.quantity}): they were concurrent`)
   t.same(list.slice(1).map((i) => i.quantity), [2, 13], 'pet 2 unchanged, pet 3 written')
   t.equal(await a!.inventory.listJson(), JSON.stringify(list), 'the cached list agrees')

@@ -5,6 +5,7 @@ import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { storeSuite } from './store-suite.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 
 // Each test gets its own schema with a random name in the shared `test` database, dropped after.
 storeSuite(t, 'postgres', async (t) => {
@@ -33,7 +34,7 @@ t.test('PostgreSQL: BIGINT ids come back as exact JavaScript numbers', async (t)
   t.teardown(() => store.close())
   await store.migrate()
   await store.importCatalogue({ pets: [{ id: 9007199254740991, name: 'max', photoUrls: [] }] })
-  const [item] = await inventoryRepository(store).list()
+  const [item] = await inventoryRepository(store, EVENT_SCOPES).list()
   t.equal(item!.petId, 9007199254740991)
   t.equal(typeof await petsRepository(store).count(), 'number', 'counts too')
 })

@@ -8,6 +8,7 @@ import type { ListJson, Order, Store } from '../../src/store/types.js'
 import { tempDir } from '../helpers/app.js'
 import { seededRandom } from '../helpers/random.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 
 // The SQLite store keeps the inventory and order lists in memory and, after a write, re-reads only
 // the entries the change log (migration 002) names. Whatever the writes, and whoever makes them,
@@ -46,7 +47,7 @@ t.test('after thousands of random writes by this store, another store and plain 
   const mismatches: string[] = []
   const check = async (step: number, what: string) => {
     const inventory = listText(await store.inventory.listJson())
-    if (inventory !== JSON.stringify(await inventoryRepository(store).list())) mismatches.push(`step ${step} (${what}): inventory`)
+    if (inventory !== JSON.stringify(await inventoryRepository(store, EVENT_SCOPES).list())) mismatches.push(`step ${step} (${what}): inventory`)
   }
 
   let incremental = 0
@@ -118,13 +119,13 @@ t.test('a list behind rows another instance pruned from the log, or far behind, 
   // Pet 7's row goes; pet 8's, the newest, stays.
   raw.exec('DELETE FROM list_changes WHERE seq < (SELECT MAX(seq) FROM list_changes)')
   const afterPrune = version(await store.inventory.listJson())
-  t.equal(listText(afterPrune), JSON.stringify(await inventoryRepository(store).list()), 'pet 7 is there although its log row is gone')
+  t.equal(listText(afterPrune), JSON.stringify(await inventoryRepository(store, EVENT_SCOPES).list()), 'pet 7 is there although its log row is gone')
   t.equal(afterPrune.changedSince(first.version), undefined, 'rebuilt, so every element is checked again')
   t.match(JSON.parse(listText(afterPrune))[6], { petId: 7, quantity: 1234 })
 
   await addSyntheticPets(other, 3000)
   const far = listText(await store.inventory.listJson())
-  t.equal(far, JSON.stringify(await inventoryRepository(store).list()), '3,000 pets added elsewhere (a rebuild, not 3,000 reads)')
+  t.equal(far, JSON.stringify(await inventoryRepository(store, EVENT_SCOPES).list()), '3,000 pets added elsewhere (a rebuild, not 3,000 reads)')
   t.equal(far, (await rebuilt(file)).inventory)
 })
 

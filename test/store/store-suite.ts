@@ -8,7 +8,7 @@ import { apiKeysRepository } from '../../src/repositories/api-keys.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { allOrders } from '../../src/repositories/orders.js'
-import { ALL_SCOPES } from '../helpers/contract.js'
+import { EVENT_SCOPES, ALL_SCOPES } from '../helpers/contract.js'
 
 /** A fresh, migrated, empty store of one engine, closed (and its storage removed) in teardown. */
 export type StoreFactory = (t: Teardown) => Promise<Store>
@@ -32,7 +32,7 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     await store.migrate()
     await store.ping()
     t.equal(await petsRepository(store).count(), 0)
-    t.same(await inventoryRepository(store).list(), [])
+    t.same(await inventoryRepository(store, EVENT_SCOPES).list(), [])
     t.same(await allOrders(store), [])
     t.equal(await apiKeysRepository(store).count(), 0)
   })
@@ -42,11 +42,11 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     const { pets, inventory, orders: demoOrders } = demoCatalogue as Required<Catalogue>
     t.same(await store.importCatalogue(demoCatalogue), { pets: pets.length, inventory: inventory.length, orders: demoOrders.length })
     t.equal(await petsRepository(store).count(), pets.length)
-    const statuses = Object.fromEntries((await inventoryRepository(store).list()).map((i) => [i.petId, i.status]))
+    const statuses = Object.fromEntries((await inventoryRepository(store, EVENT_SCOPES).list()).map((i) => [i.petId, i.status]))
     // Pet 12 (the examples' pet): 7 in stock, order 42 reserves 2.
     t.same(statuses, { 1: 'available', 2: 'available', 3: 'pending', 4: 'available', 5: 'sold', 6: 'available', 7: 'pending', 8: 'available', 9: 'sold', 10: 'available', 12: 'available' })
     const ascending = (ids: number[]) => [...ids].sort((x, y) => x - y)
-    t.same((await inventoryRepository(store).list()).map((i) => i.petId), ascending(inventory.map((i) => i.petId)))
+    t.same((await inventoryRepository(store, EVENT_SCOPES).list()).map((i) => i.petId), ascending(inventory.map((i) => i.petId)))
     const orders = await allOrders(store)
     t.same(orders.map((o) => o.id), ascending(demoOrders.map((o) => o.id)))
     t.same(orders[0], demoCatalogue.orders![0], 'an order comes back exactly as imported (complete is a boolean, shipDate unchanged)')
@@ -59,7 +59,7 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
       pets: [pet(30), pet(2), pet(MAX_ID), pet(11)],
       orders: [order(9, 30, 1, 'placed'), order(1, 2, 1, 'delivered'), order(MAX_ID, 11, 1, 'approved')]
     })
-    t.same((await inventoryRepository(store).list()).map((i) => i.petId), [2, 11, 30, MAX_ID])
+    t.same((await inventoryRepository(store, EVENT_SCOPES).list()).map((i) => i.petId), [2, 11, 30, MAX_ID])
     t.same((await allOrders(store)).map((o) => o.id), [1, 9, MAX_ID])
   })
 
@@ -79,7 +79,7 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     ]
     for (const [petId, quantity, status] of expectations) {
       t.same(await store.inventory.update(petId, quantity), { petId, quantity, status }, `pet ${petId} at ${quantity}: ${status}`)
-      t.same((await inventoryRepository(store).list()).find((i) => i.petId === petId), { petId, quantity, status }, 'the list agrees')
+      t.same((await inventoryRepository(store, EVENT_SCOPES).list()).find((i) => i.petId === petId), { petId, quantity, status }, 'the list agrees')
       t.equal((await petsRepository(store).get(petId))?.status, status, 'the pet agrees')
     }
   })
@@ -90,9 +90,9 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     t.equal(await store.inventory.update(2, 1), undefined, 'no such pet')
     t.same(await store.inventory.update(MAX_ID, MAX_QUANTITY), { petId: MAX_ID, quantity: MAX_QUANTITY, status: 'available' }, 'the largest id and quantity')
     t.same(await store.inventory.update(1, 0), { petId: 1, quantity: 0, status: 'sold' })
-    t.same(await inventoryRepository(store).list(), [{ petId: 1, quantity: 0, status: 'sold' }, { petId: MAX_ID, quantity: MAX_QUANTITY, status: 'available' }])
+    t.same(await inventoryRepository(store, EVENT_SCOPES).list(), [{ petId: 1, quantity: 0, status: 'sold' }, { petId: MAX_ID, quantity: MAX_QUANTITY, status: 'available' }])
     await t.rejects(store.inventory.update(1, -1), 'a negative quantity is refused by the schema')
-    t.equal((await inventoryRepository(store).list())[0]!.quantity, 0, 'and changed nothing')
+    t.equal((await inventoryRepository(store, EVENT_SCOPES).list())[0]!.quantity, 0, 'and changed nothing')
   })
 
   t.test('concurrent updates of one entry leave one of the written values', async (t) => {
@@ -101,7 +101,7 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     const values = Array.from({ length: 100 }, (_, i) => i + 1)
     const results = await Promise.all(values.map((q) => store.inventory.update(1, q)))
     for (const r of results) t.equal(r?.status, r!.quantity <= 50 ? 'pending' : 'available', `each answer is consistent (${r?.quantity})`)
-    const [item] = await inventoryRepository(store).list()
+    const [item] = await inventoryRepository(store, EVENT_SCOPES).list()
     t.ok(values.includes(item!.quantity), `final quantity ${item!.quantity} is one of the written values`)
   })
 
@@ -130,7 +130,7 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     })
     t.same(counts, { pets: 1, inventory: 1, orders: 1 })
     t.strictSame(await petsRepository(store).get(1), { id: 1, name: 'Renamed', photoUrls: ['https://x.example/p.jpg'], status: 'available' }, 'category and tags are replaced by their absence')
-    t.same(await inventoryRepository(store).list(), [{ petId: 1, quantity: 5, status: 'available' }, { petId: 2, quantity: 9, status: 'available' }], 're-imported pet 1 keeps its stock')
+    t.same(await inventoryRepository(store, EVENT_SCOPES).list(), [{ petId: 1, quantity: 5, status: 'available' }, { petId: 2, quantity: 9, status: 'available' }], 're-imported pet 1 keeps its stock')
     t.same(await allOrders(store), [order(1, 2, 3, 'delivered')])
     t.equal(await petsRepository(store).count(), 2)
   })
@@ -144,10 +144,10 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     })
     t.same(counts, { pets: 2, inventory: 2, orders: 2 }, 'counts are of the entries given')
     t.equal((await petsRepository(store).get(1))?.name, 'second')
-    t.same(await inventoryRepository(store).list(), [{ petId: 1, quantity: 7, status: 'available' }])
+    t.same(await inventoryRepository(store, EVENT_SCOPES).list(), [{ petId: 1, quantity: 7, status: 'available' }])
     t.same(await allOrders(store), [order(5, 1, 2, 'approved')])
     await store.importCatalogue({ pets: [pet(2)] })
-    t.same((await inventoryRepository(store).list())[1], { petId: 2, quantity: 0, status: 'sold' })
+    t.same((await inventoryRepository(store, EVENT_SCOPES).list())[1], { petId: 2, quantity: 0, status: 'sold' })
   })
 
   t.test('import is one transaction: a bad entry leaves nothing behind', async (t) => {
@@ -157,7 +157,7 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     await t.rejects(store.importCatalogue(bad), 'an order for an unknown pet is refused')
     t.equal((await petsRepository(store).get(1))?.name, 'Pet 1')
     t.equal(await petsRepository(store).get(2), undefined)
-    t.same(await inventoryRepository(store).list(), [{ petId: 1, quantity: 3, status: 'available' }])
+    t.same(await inventoryRepository(store, EVENT_SCOPES).list(), [{ petId: 1, quantity: 3, status: 'available' }])
     t.same(await allOrders(store), [])
     await t.rejects(store.importCatalogue({ inventory: [{ petId: 42, quantity: 1 }] }), 'inventory for an unknown pet is refused')
   })
@@ -166,14 +166,14 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     const store = await factory(t)
     await addSyntheticPets(store, 120)
     t.equal(await petsRepository(store).count(), 120)
-    const items = await inventoryRepository(store).list()
+    const items = await inventoryRepository(store, EVENT_SCOPES).list()
     t.equal(items.length, 120)
     t.same(items.map((i) => i.petId), Array.from({ length: 120 }, (_, i) => i + 1))
     t.ok(items.every((i) => i.quantity === i.petId % 50), 'quantity is id % 50')
     t.strictSame(await petsRepository(store).get(7), { id: 7, name: 'Pet 7', photoUrls: [], status: 'available' })
     await store.importCatalogue({ pets: [pet(1000)] })
     await addSyntheticPets(store, 2)
-    t.same((await inventoryRepository(store).list()).slice(-2).map((i) => i.petId), [1001, 1002])
+    t.same((await inventoryRepository(store, EVENT_SCOPES).list()).slice(-2).map((i) => i.petId), [1001, 1002])
   })
 
   t.test('synthetic pets never pass the largest exact id, and refusing adds nothing', async (t) => {
@@ -182,7 +182,7 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     await t.rejects(addSyntheticPets(store, 2), /ids would pass 9007199254740991/)
     t.equal(await petsRepository(store).count(), 1)
     await addSyntheticPets(store, 1)
-    t.same((await inventoryRepository(store).list()).map((i) => i.petId), [Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER])
+    t.same((await inventoryRepository(store, EVENT_SCOPES).list()).map((i) => i.petId), [Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER])
   })
 
   t.test('API keys: create, look up by hash, list in creation order, revoke once', async (t) => {
@@ -214,6 +214,6 @@ export function storeSuite (t: Test, engine: Store['engine'], factory: StoreFact
     await store.close()
     await store.close()
     await t.rejects(store.ping(), StoreUnavailableError)
-    await t.rejects(inventoryRepository(store).list(), StoreUnavailableError)
+    await t.rejects(inventoryRepository(store, EVENT_SCOPES).list(), StoreUnavailableError)
   })
 }

@@ -7,6 +7,7 @@ import type { Store } from '../../src/store/types.js'
 import { tempDir } from '../helpers/app.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
+import { EVENT_SCOPES } from '../helpers/contract.js'
 
 // What every engine does with synthetic pets is in store-suite.ts; these are the parts that do not
 // depend on the engine: batching, partial failure, bad counts.
@@ -24,7 +25,7 @@ t.test('more pets than one batch: ids continue across batches without gaps or re
   await addSyntheticPets(store, count)
   t.equal(await petsRepository(store).count(), count)
   t.equal(await petsRepository(store).highestId(), count, 'ids 1 to N')
-  const items = await inventoryRepository(store).list()
+  const items = await inventoryRepository(store, EVENT_SCOPES).list()
   t.equal(items.length, count, 'one inventory entry each')
   t.ok(items.every((item, i) => item.petId === i + 1 && item.quantity === item.petId % 50), 'in order, quantity id % 50')
   t.strictSame(await petsRepository(store).get(SYNTHETIC_BATCH_SIZE + 1), { id: SYNTHETIC_BATCH_SIZE + 1, name: `Pet ${SYNTHETIC_BATCH_SIZE + 1}`, photoUrls: [], status: 'available' }, 'the first pet of the second batch')

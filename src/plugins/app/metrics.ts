@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Store } from '../../store/types.js'
 import type { DependencyName } from './dependencies.js'
 
@@ -15,6 +15,12 @@ export type RateLimitOutcome = 'allowed' | 'limited' | 'banned' | 'failed_open'
  */
 export type AuthFailureReason = 'missing' | 'scheme' | 'invalid_key' | 'insufficient_scope' | 'key_not_checked' | 'key_checks_busy' | 'storage_unavailable' | 'error'
 
+/**
+ * What became of one webhook attempt: delivered; failed_attempt (it will be tried again); gave_up
+ * (its last attempt failed); invalid_payload (its body broke its schema in openapi.yaml: a bug).
+ */
+export type WebhookOutcome = 'delivered' | 'failed_attempt' | 'gave_up' | 'invalid_payload'
+
 /** What the rest of the app reports; `app.metrics` is null without METRICS_PORT, so nothing is kept. */
 export interface Metrics {
   readonly registry: Registry
@@ -24,6 +30,9 @@ export interface Metrics {
   dependencyFailure (dependency: DependencyName): void
   /** The store with every method timed into store_operation_duration_seconds. */
   timed (store: Store): Store
+  webhookAttempt (outcome: WebhookOutcome): void
+  /** How the gauges of pending webhook deliveries are read, at each scrape. */
+  webhookQueue (read: () => Promise<{ count: number, oldest: string | null }>): void
   /** Serves GET /metrics on its own listener (never the API's); it closes with the app. */
   listen (host: string, port: number): Promise<AddressInfo>
 }
@@ -150,6 +159,32 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     registers: [registry]
   })
 
+  const webhookAttempts = new Counter({
+    name: 'webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome: delivered, failed_attempt (tried again later), gave_up (the last attempt failed), invalid_payload (a body outside its schema: a bug)',
+    labelNames: ['outcome'] as const,
+    registers: [registry]
+  })
+  let readQueue: (() => Promise<{ count: number, oldest: string | null }>) | undefined
+  let queueRead: Promise<{ count: number, oldest: string | null }> | undefined
+  // Both gauges come from one read of the queue per scrape.
+  const queue = () => (queueRead ??= (readQueue?.() ?? Promise.resolve({ count: 0, oldest: null })).finally(() => { setImmediate(() => { queueRead = undefined }) }))
+  new Gauge({ // eslint-disable-line no-new -- registered with the registry, which keeps it
+    name: 'webhook_events_pending',
+    help: 'Webhook deliveries not yet made (each an event for one endpoint)',
+    registers: [registry],
+    async collect () { this.set((await queue()).count) }
+  })
+  new Gauge({ // eslint-disable-line no-new -- registered with the registry, which keeps it
+    name: 'webhook_oldest_pending_event_age_seconds',
+    help: 'Age of the oldest event with a delivery not yet made; 0 when none',
+    registers: [registry],
+    async collect () {
+      const { oldest } = await queue()
+      this.set(oldest === null ? 0 : Math.max(0, (Date.now() - Date.parse(oldest)) / 1000))
+    }
+  })
+
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions
     const operation = (route.schema as { operationId?: string } | undefined)?.operationId ?? route.url ?? UNKNOWN_ROUTE
@@ -172,6 +207,8 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     authFailure: (reason) => { authFailures.inc({ reason }) },
     dependencyFailure: (dependency) => { dependencyFailures.inc({ dependency }) },
     timed: (store) => timedStore(store, storeDuration),
+    webhookAttempt: (outcome) => { webhookAttempts.inc({ outcome }) },
+    webhookQueue: (read) => { readQueue = read },
     async listen (host, port) {
       if (listener !== undefined) throw new Error('the metrics listener is already started')
       const server = metricsListener(registry, (error) => { app.log.error({ err: error }, 'collecting the metrics failed') })

@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { toInventoryItem, type InventoryRow } from '../rows.js'
-import type { ApiKeyRecord, InventoryFastPaths, Pet, Store } from '../types.js'
+import type { ApiKeyRecord, InventoryEvents, InventoryFastPaths, Pet, Store } from '../types.js'
 import { CachedList } from './cached-list.js'
 import { ChangeFeed, parseChange, type Change, type Changed } from './changes.js'
 import { EntryCache } from './entry-cache.js'
@@ -133,11 +133,13 @@ export function createPostgresStore (connectionString: string, options: Postgres
     whole: (chunks) => `[${chunks.join(',')}]`
   })
 
-  const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities, alone) => {
+  const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities, alone, eventScope) => {
     const statement = alone ? 'updateInventoryOne' : 'updateInventory'
+    const at = Date.now()
+    const values = [petIds, quantities, eventScope === undefined ? null : `% ${eventScope} %`, at, new Date(at).toISOString()]
     try {
       return await writeAndAnnounce<UpdatedInventoryRow>(pool,
-        { name: statement, text: sql[statement], values: [petIds, quantities] },
+        { name: statement, text: sql[statement], values },
         { name: 'announce', text: sql.announce, values: [`pet ${petIds.join(',')}`] })
     } catch (error) {
       if (connectionFailed(error)) feed.restart()
@@ -208,11 +210,11 @@ export function createPostgresStore (connectionString: string, options: Postgres
   }
 
   /** A PATCH: batched with the others of its turn (InventoryWrites); the caches follow its answer. */
-  const updateInventory = async (petId: number, quantity: number) => {
+  const updateInventory = async (petId: number, quantity: number, events: InventoryEvents | undefined) => {
     petChanges.beginWrite(petId)
     let row: UpdatedInventoryRow | undefined
     try {
-      row = await inventoryWrites.write(petId, quantity)
+      row = await inventoryWrites.write(petId, quantity, events?.scope)
     } catch (error) {
       petChanges.endWrite(petId)
       kinds.pets.changed([petId])
@@ -267,7 +269,7 @@ export function createPostgresStore (connectionString: string, options: Postgres
         feed.start()
         return inventory.get()
       },
-      update: (petId, quantity) => updateInventory(petId, quantity)
+      update: (petId, quantity, events) => updateInventory(petId, quantity, events)
     },
 
     importCatalogue: (catalogue) => changingEverything(() => bulkTransaction(pool, (bulk) => importCatalogue(bulk, catalogue))),

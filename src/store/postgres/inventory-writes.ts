@@ -3,6 +3,8 @@ import { StoreUnavailableError } from '../../contract/errors.js'
 interface Pending<R> {
   petId: number
   quantity: number
+  /** The scope an endpoint's key needs for this PATCH's inventory.updated event; undefined: record none. */
+  eventScope: string | undefined
   resolve: (row: R | undefined) => void
   reject: (error: unknown) => void
 }
@@ -34,14 +36,14 @@ export class InventoryWrites<R> {
   private scheduled = false
 
   constructor (
-    private readonly send: (petIds: number[], quantities: number[], alone: boolean) => Promise<R[]>,
+    private readonly send: (petIds: number[], quantities: number[], alone: boolean, eventScope: string | undefined) => Promise<R[]>,
     /** The pet a row answers for, and whether its write was skipped (its row was held). */
     private readonly answer: (row: R) => { petId: number, skipped: boolean }
   ) {}
 
-  write (petId: number, quantity: number): Promise<R | undefined> {
+  write (petId: number, quantity: number, eventScope: string | undefined): Promise<R | undefined> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ petId, quantity, resolve, reject })
+      this.queue.push({ petId, quantity, eventScope, resolve, reject })
       if (!this.scheduled) {
         this.scheduled = true
         setImmediate(() => this.flush())
@@ -73,7 +75,9 @@ export class InventoryWrites<R> {
     const alone = batch.length === 1
     let rows: R[]
     try {
-      rows = await this.send(batch.map((item) => item.petId), batch.map((item) => item.quantity), alone)
+      // Every PATCH of the service records its event (the repository gives the scope): a batch does.
+      const eventScope = batch.find((item) => item.eventScope !== undefined)?.eventScope
+      rows = await this.send(batch.map((item) => item.petId), batch.map((item) => item.quantity), alone, eventScope)
     } catch (error) {
       if (!(error instanceof StoreUnavailableError) && !alone) {
         for (const item of batch) void this.run([item])

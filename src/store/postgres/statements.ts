@@ -1,19 +1,45 @@
 import { inventorySelectList, postgresInventoryJson } from '../inventory-fields.js'
+import { statusExpression } from '../sql.js'
 
 /** Every inventory entry (or those of `where`) as a row of InventoryItem's fields, named `f`. */
 const inventoryRows = (where = '') => `(SELECT ${inventorySelectList('i')} FROM inventory i ${where}) AS f`
+
+/** A JSON value of SQL as compact JSON text (to_json writes numbers as digits and escapes strings). */
+const json = (expression: string) => `to_json(${expression})::text`
 
 /**
  * The batched PATCH; `wait` is what FOR UPDATE does with a row another transaction holds. A row
  * per written entry, and with `json` NULL a row per entry that was skipped (SKIP LOCKED); none
  * for a pet without an entry. `target` is the pet each row answers for.
+ *
+ * In the same statement (the PATCH's own transaction: the outbox), each entry whose quantity or
+ * status changed gets its inventory.updated event when an endpoint wants it: subscribed and
+ * enabled, of an active key holding the scope $3 (a LIKE pattern; NULL: record none). The event's
+ * body is the same JSON text, byte for byte, that recordEvent (src/repositories/webhooks.ts) writes
+ * on SQLite; its id is evt_ and 16 random bytes (gen_random_uuid, PostgreSQL 13 and later); $4 is
+ * when its delivery is due, $5 when it happened.
  */
 const updateInventory = (wait: 'SKIP LOCKED' | '') => `WITH quiet AS MATERIALIZED (SELECT set_config('petstore.announce', 'off', true)),
     changes AS MATERIALIZED (SELECT * FROM unnest($1::bigint[], $2::integer[]) AS c(pet_id, quantity)),
-    locked AS MATERIALIZED (SELECT i.pet_id FROM inventory i, quiet
+    locked AS MATERIALIZED (SELECT i.pet_id, i.quantity AS before_quantity, ${statusExpression('i.pet_id', 'i.quantity')} AS before_status
+      FROM inventory i, quiet
       WHERE i.pet_id IN (SELECT pet_id FROM changes) ORDER BY i.pet_id FOR UPDATE OF i ${wait}),
     f AS (UPDATE inventory i SET quantity = c.quantity FROM changes c, locked l
-      WHERE i.pet_id = c.pet_id AND l.pet_id = c.pet_id RETURNING ${inventorySelectList('i')})
+      WHERE i.pet_id = c.pet_id AND l.pet_id = c.pet_id RETURNING ${inventorySelectList('i')}),
+    subscribers AS MATERIALIZED (SELECT e.id FROM webhook_endpoints e JOIN api_keys k ON k.id = e.api_key_id
+      WHERE e.enabled AND k.revoked_at IS NULL AND ' ' || e.events || ' ' LIKE '% inventory.updated %'
+        AND ' ' || k.scopes || ' ' LIKE $3::text),
+    recorded AS (INSERT INTO webhook_events (event_id, type, created_at, payload)
+      SELECT x.event_id, 'inventory.updated', $5::text,
+        '{"id":' || ${json('x.event_id')} || ',"type":"inventory.updated","createdAt":' || ${json('$5::text')}
+          || ',"data":{"petId":' || ${json('f."petId"')} || ',"quantity":' || ${json('f.quantity')} || ',"status":' || ${json('f.status')}
+          || ',"previous":{"quantity":' || ${json('l.before_quantity')} || ',"status":' || ${json('l.before_status')} || '}}}'
+      FROM f JOIN locked l ON l.pet_id = f."petId"
+        CROSS JOIN LATERAL (SELECT 'evt_' || rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=') AS event_id) x
+      WHERE EXISTS (SELECT 1 FROM subscribers) AND (f.quantity <> l.before_quantity OR f.status <> l.before_status)
+      RETURNING id),
+    deliveries AS (INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+      SELECT recorded.id, subscribers.id, 'pending', 0, $4::bigint FROM recorded CROSS JOIN subscribers)
   SELECT c.pet_id AS target, f.*, ${postgresInventoryJson('f')} AS json
     FROM changes c LEFT JOIN f ON f."petId" = c.pet_id
     WHERE f."petId" IS NOT NULL OR EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = c.pet_id)`

@@ -3,7 +3,7 @@ import { constraintViolationOf } from '../constraints.js'
 import { applyMigrations, migrationsDirectory, readMigrations } from '../migrations.js'
 import { petColumns, toPetStatus } from '../rows.js'
 import type { TableName } from '../schema.js'
-import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryItem, Store } from '../types.js'
+import type { ApiKeyRecord, Catalogue, ImportCounts, InventoryEvents, InventoryItem, Store } from '../types.js'
 import { readOnly, runSync, STOPPED, tablesTouched, writeRules, type DataAccess, type Step } from '../work.js'
 import { ReadCaches } from './caches.js'
 import { checkWrites, failureOf, isBusy, migrationTransaction, openDatabase, probeWrite, retryWhileBusy } from './database.js'
@@ -143,7 +143,10 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     finish: () => { statements().pruneChangeLog.run() },
     timeoutMs,
     failure: failed,
-    beforeBatch: () => { snapshot.end() },
+    beforeBatch: () => {
+      snapshot.end()
+      wantedInBatch = undefined
+    },
     afterBatch: () => {
       caches.wrote(tablesWritten.has('api_keys') ? 'all' : 'inventory')
       tablesWritten.clear()
@@ -162,6 +165,20 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     const [oldest, newest] = oneRow(statements().changeLogBounds.get())
     return list.sync(oldest, newest)
   }
+
+  /** One PATCH: the stock written, then the entry's status by the rule of sql.ts for that stock. */
+  const patch = (petId: number, quantity: number): InventoryItem | undefined => {
+    const st = statements()
+    if (st.updateInventory.run(quantity, petId).changes === 0) return undefined
+    // Every field, or this fails to compile: the answer is built here, not from inventory-fields.ts.
+    const item: Required<InventoryItem> = { petId, quantity, status: toPetStatus(oneRow(st.inventoryStatus.get({ petId, quantity }))) }
+    return item
+  }
+
+  // Whether an endpoint wants inventory.updated, read once per batch of the group commit: the
+  // batch's transaction holds the write lock, so no one changes the endpoints meanwhile.
+  let wantedInBatch: boolean | undefined
+  const eventsWanted = (events: InventoryEvents) => (wantedInBatch ??= runSync(events.wanted(), 'sqlite', runner))
 
   const access: DataAccess = {
     engine: 'sqlite',
@@ -207,14 +224,19 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
     inventory: {
       listJson: () => readingAfterWrites('inventory', () => caches.list('inventory', syncList(inventoryList))),
 
-      update: (petId, quantity) => queueWrite({
+      update: (petId, quantity, events) => queueWrite({
         petId,
         apply: () => constraintsAnswered((): InventoryItem | undefined => {
-          const st = statements()
-          if (st.updateInventory.run(quantity, petId).changes === 0) return undefined
-          // Every field, or this fails to compile: the answer is built here, not from inventory-fields.ts.
-          const item: Required<InventoryItem> = { petId, quantity, status: toPetStatus(oneRow(st.inventoryStatus.get({ petId, quantity }))) }
-          return item
+          if (events === undefined || !eventsWanted(events)) return patch(petId, quantity)
+          // Recorded with the PATCH, in a savepoint of its own: all of it stands, or none.
+          return db.transaction(() => {
+            const before = statements().inventoryEntry.get(petId)
+            const item = patch(petId, quantity)
+            if (item !== undefined && before !== undefined && (before.quantity !== item.quantity || before.status !== item.status)) {
+              runSync(events.record(item, { quantity: before.quantity, status: toPetStatus(before.status) }), 'sqlite', runner, writeRules(noteTables))
+            }
+            return item
+          })()
         })
       })
     },

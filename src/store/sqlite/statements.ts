@@ -42,6 +42,8 @@ export function prepareStatements (db: Database.Database) {
     // one UPDATE … RETURNING every field (bench/README.md, "A PATCH without RETURNING").
     updateInventory: db.prepare<[number, number]>('UPDATE inventory SET quantity = ? WHERE pet_id = ?'),
     inventoryStatus: db.prepare<[{ petId: number, quantity: number }], string>(`SELECT ${statusExpression('@petId', '@quantity')}`).pluck(),
+    // An entry's stock and status before a PATCH whose inventory.updated event is wanted.
+    inventoryEntry: db.prepare<[number], { quantity: number, status: string }>(`SELECT i.quantity, ${statusExpression('i.pet_id', 'i.quantity')} AS status FROM inventory i WHERE i.pet_id = ?`),
     upsertPet: db.prepare<PetColumns>(`INSERT INTO pets (id, name, category_id, category_name, photo_urls, tags)
       VALUES (@id, @name, @categoryId, @categoryName, @photoUrls, @tags)
       ON CONFLICT (id) DO UPDATE SET name = excluded.name, category_id = excluded.category_id,
