@@ -4,19 +4,20 @@
  * outside-client/main.ts (openapi-fetch) is compiled beside them with `tsc --strict`, run against
  * the server, and what it got is checked here: the status of every call is one the document
  * declares for the operation, every body is valid against that response's schema and equal to
- * what the server sends a plain request, the headers the response declares are there and valid,
- * and every operation of the served document is called. docs/clients.md's examples compile against
- * the same types.
+ * what the server sends a plain request, the headers the response declares are there and valid
+ * (served-contract.ts), and every operation of the served document is called. Errors include a
+ * 403 for a key with every scope but the operation's, whose WWW-Authenticate names the scope the
+ * document gives it. docs/clients.md's examples compile against the same types.
  */
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../../src/contract/ajv.js'
 import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
 import { keyInDatabase } from '../helpers/keys.js'
 import { startServer } from '../helpers/server-process.js'
+import { ServedContract, scopedKey, type ServedDocument } from './served-contract.js'
 
 type Json = Record<string, unknown>
 interface Order { id: number, petId: number, quantity: number, shipDate: string, status: string, complete: boolean }
@@ -24,7 +25,6 @@ interface Call { what: string, status: number, data?: unknown, error?: unknown, 
 interface Report { operations: Record<string, Call[]>, descriptions: string[] }
 
 const bin = (name: string) => join(projectRoot, 'node_modules', '.bin', name)
-const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'])
 
 t.test('a client generated from the served /openapi.json calls every operation and gets what its types say', async (t) => {
   const dir = tempDir(t)
@@ -33,7 +33,12 @@ t.test('a client generated from the served /openapi.json calls every operation a
   // One request a day: its second is over the limit whatever the time.
   const { secret: tinyKey } = await keyInDatabase(databaseUrl, 'outside client, tiny', 'enterprise', { perMinute: 1, perDay: 1 })
   const server = await startServer(t, { DATABASE_URL: databaseUrl })
-  const served = await (await fetch(`${server.baseUrl}/openapi.json`)).json() as Json & { paths: Record<string, Record<string, Json>> }
+  const served = await (await fetch(`${server.baseUrl}/openapi.json`)).json() as ServedDocument
+  const contract = new ServedContract(served)
+  // A key with every scope but the one updateInventory needs, as the served document names it.
+  const missingScope = contract.operations.get('updateInventory')?.scope
+  const narrowKey = await scopedKey(databaseUrl, 'outside client, one scope short', contract.scopes.filter((scope) => scope !== missingScope))
+  const withoutScope = contract.insufficientScope('updateInventory')
 
   // What a partner does: the document as served, its types, the program, tsc --strict.
   const program = join(dir, 'client')
@@ -79,50 +84,18 @@ t.test('a client generated from the served /openapi.json calls every operation a
   const orders = await plain('/store/orders') as Order[]
   const order42 = await plain('/store/orders/42')
 
-  const ran = await run(process.execPath, [join(program, 'out', 'main.js'), server.baseUrl, key, tinyKey], {})
+  const ran = await run(process.execPath, [join(program, 'out', 'main.js'), server.baseUrl, key, tinyKey, narrowKey], {})
   t.equal(ran.code, 0, `the program runs to its end ${ran.stderr}`)
   const report = JSON.parse(ran.stdout) as Report
 
   // Every operation of the served document is called, and each call is one the document declares.
-  const ajv = createDocumentAjv(served)
-  const operations = new Map<string, Json>()
-  for (const item of Object.values(served.paths)) {
-    for (const [method, operation] of Object.entries(item)) if (HTTP_METHODS.has(method)) operations.set(String(operation.operationId), operation)
-  }
-  t.same([...Object.keys(report.operations)].sort(), [...operations.keys()].sort(), 'the program calls every operation of the served document')
-  /** What a $ref points to, with its JSON pointer in the served document (for ajv, which resolves the $refs inside). */
-  const resolve = (value: Json, pointer: string): [Json, string] => typeof value.$ref === 'string'
-    ? resolve(value.$ref.slice(2).split('/').reduce<Json>((node, part) => node[part.replaceAll('~1', '/').replaceAll('~0', '~')] as Json, served), value.$ref.slice(1))
-    : [value, pointer]
-  const validator = (pointer: string) => ajv.getSchema(`${DOCUMENT_SCHEMA_ID}#${pointer}`)!
-  const pathOf = new Map<string, string>()
-  for (const [path, item] of Object.entries(served.paths)) {
-    for (const [method, operation] of Object.entries(item)) if (HTTP_METHODS.has(method)) pathOf.set(String(operation.operationId), `/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/${method}`)
-  }
+  t.same([...Object.keys(report.operations)].sort(), [...contract.operations.keys()].sort(), 'the program calls every operation of the served document')
   for (const [operationId, calls] of Object.entries(report.operations)) {
-    const responses = operations.get(operationId)?.responses as Record<string, Json> | undefined
     for (const call of calls) {
-      const what = `${operationId}, ${call.what}: ${call.status}`
-      const declared = responses?.[String(call.status)]
-      if (declared === undefined) { t.fail(`${what} is not a response the document declares`); continue }
-      const [response, at] = resolve(declared, `${pathOf.get(operationId)!}/responses/${call.status}`)
-      const schema = (response.content as Record<string, { schema: Json }> | undefined)?.['application/json']?.schema
       const body = call.status < 300 ? call.data : call.error
-      if (schema === undefined) {
-        t.equal(body, undefined, `${what}: no body, and the client says none (data and error undefined, as typed)`)
-      } else {
-        const validate = validator(`${at}/content/application~1json/schema`)
-        t.ok(validate(body), `${what}: the body the client returns is valid against the response's schema ${ajv.errorsText(validate.errors)}`)
-        t.equal(call.status < 300 ? call.error : call.data, undefined, `${what}: the other of data and error is undefined`)
-      }
-      for (const [name, header] of Object.entries((response.headers ?? {}) as Record<string, Json>)) {
-        const value = call.headers[name.toLowerCase()]
-        const [definition, headerAt] = resolve(header, `${at}/headers/${name}`)
-        // Optional headers (`required: false`: Link on a last page, Idempotent-Replayed on a first answer) are checked when sent.
-        if (value === undefined && definition.required === false) continue
-        const parsed = (definition.schema as Json).type === 'integer' && value !== undefined && /^-?[0-9]+$/.test(value) ? Number(value) : value
-        const validate = validator(`${headerAt}/schema`)
-        t.ok(value !== undefined && validate(parsed), `${what}: header ${name} is there and valid (${String(value)})`)
+      // data and error undefined, as typed, when the response has no body.
+      if (contract.check(t, operationId, call, body) === 'json') {
+        t.equal(call.status < 300 ? call.error : call.data, undefined, `${operationId}, ${call.what}: ${call.status}: the other of data and error is undefined`)
       }
     }
   }
@@ -159,6 +132,7 @@ t.test('a client generated from the served /openapi.json calls every operation a
     ['updateInventory', 'pet 1 to 7 in stock', 200, updated],
     ['updateInventory', 'a negative quantity', 400, { code: 'invalid_request', message: 'body/quantity must be >= 0', status: 400 }],
     ['updateInventory', 'a pet without an inventory entry', 404, { code: 'not_found', message: 'no inventory entry for pet 999999', status: 404 }],
+    ['updateInventory', 'a key without its scope', 403, withoutScope.body],
     ...pages.map((page, i): [string, string, number, unknown] => ['listOrders', `page ${i + 1} of 3 orders`, 200, page]),
     ['listOrders', 'the open orders', 200, orders.filter(isOpen)],
     ['listOrders', 'a cursor the service did not give', 400, { code: 'invalid_request', message: 'querystring/cursor is not a cursor this service gave', status: 400 }],
@@ -204,6 +178,8 @@ t.test('a client generated from the served /openapi.json calls every operation a
   t.equal(over.status, 429, 'over the limit: 429')
   t.match(over.error, { code: 'rate_limited', status: 429 }, 'rate_limited, in the Error body the types promise')
   t.ok(Number(over.headers['retry-after']) >= 1, 'with Retry-After in seconds')
+  t.equal(got('updateInventory', 'a key without its scope').headers['www-authenticate'], withoutScope.challenge, 'a key without the scope: WWW-Authenticate names the scope the document gives the operation')
+  t.ok(missingScope !== undefined && contract.scopes.includes(missingScope), `the scope it lacks, ${String(missingScope)}, is one of bearerAuth's x-scopes`)
   t.equal(Object.values(report.operations).flat().length, expected.length + 1, 'and no call goes unchecked')
 
   // The program used every field as its type says (a lying type would have thrown there).
@@ -211,7 +187,7 @@ t.test('a client generated from the served /openapi.json calls every operation a
     listInventory: inventory.length + 1 + 1, // the list, the too-long If-None-Match, over the limit
     getPetById: 1,
     listOrders: orders.length + orders.length + orders.filter(isOpen).length + 1, // the list, its pages, the open orders, the bad cursor
-    updateInventory: 2,
+    updateInventory: 3, // the update, the negative quantity, the missing scope
     placeOrder: 5,
     getOrderById: 2,
     updateOrder: 3,

@@ -3,9 +3,12 @@
  * server process started with a PORT and no PUBLIC_BASE_URL: the page is titled with the API's
  * title, has no explore bar, shows the plans table and the first operations on its first screen
  * (1280 × 1800), every expanded operation in two screens of 1280 × 1080, the running instance as a plain address, the stability and deprecation marks in
- * the summary lines; Swagger UI loads under the page's content-security-policy, Authorize takes
- * an API key without keeping it in the browser's storage, and "Try it out" on listInventory calls
- * this instance and renders its 200. Screenshots go to test-output/ (docs-browser*.png).
+ * the summary lines, each operation's scope at the top of its description (as its security
+ * requirement names it); Swagger UI loads under the page's content-security-policy, the Authorize
+ * dialog lists the scopes with their meaning (bearerAuth's x-scopes) and takes an API key without
+ * keeping it in the browser's storage, and "Try it out" on listInventory calls this instance and
+ * renders its 200. The examples shown come from the document's 3.1 `examples`. Screenshots go to
+ * test-output/ (docs-browser*.png).
  * Without /usr/bin/chromium the test is skipped, and says why.
  */
 import t, { type Test } from 'tap'
@@ -25,12 +28,18 @@ const FIRST_SCREEN_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-f
 const SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser.png')
 const RESPONSE_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-response.png')
 const OPERATION_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-operation.png')
+const AUTHORIZE_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-authorize.png')
 const TALLEST_SCREENSHOT = join(tmpdir(), 'docs-browser-tallest-operation.png')
 /** A common screen, 1280 wide; an expanded operation reads in two of them at most. */
 const SCREEN = { width: 1280, height: 1080 }
 const MAX_EXPANDED = 2 * SCREEN.height
 
-interface OperationSpec { operationId?: string, tags?: string[], parameters?: Record<string, unknown>[] }
+interface OperationSpec {
+  operationId?: string
+  tags?: string[]
+  parameters?: Record<string, unknown>[]
+  requestBody?: { content: Record<string, { schema: { examples?: unknown[] } }> }
+}
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium); the browser test of the docs page did not run`
 if (skip) t.comment(`skipped: ${skip}`)
 
@@ -142,6 +151,9 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
       const block = page.locator(`#operations-${id}`)
       await block.locator('.opblock-summary').first().click()
       await block.locator('.responses-wrapper').waitFor()
+      const scope = document.operations.get(spec.operationId)?.scope
+      t.equal(await block.locator('.opblock-description-wrapper p').first().innerText(), `Scope: ${String(scope)}`,
+        `${spec.operationId}: its scope, ${String(scope)}, opens its description`)
       const height = (await block.boundingBox())?.height ?? Infinity
       heights.set(id, height)
       t.ok(height <= MAX_EXPANDED, `${method.toUpperCase()} ${path} expanded is ${Math.round(height)} px tall, at most ${MAX_EXPANDED} (two screens of ${SCREEN.height})`)
@@ -161,9 +173,15 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
     await block.locator('.opblock-body').waitFor({ state: 'detached' })
   }
 
-  // Authorize with the API key (bearer).
+  // Authorize with the API key (bearer), in a dialog that lists the scopes a key can hold.
   await page.locator('.swagger-ui .auth-wrapper button.authorize').click()
   const modal = page.locator('.swagger-ui .dialog-ux .modal-ux')
+  await modal.locator('table').waitFor()
+  const scopeMeanings = ((document.spec.components as Record<string, Record<string, Record<string, unknown>>>).securitySchemes!.bearerAuth!)['x-scopes'] as Record<string, string>
+  const scopeRows = await modal.locator('table tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')))
+  t.same(scopeRows, Object.entries(scopeMeanings), 'the Authorize dialog lists every scope with its meaning')
+  t.match(await modal.innerText(), /insufficient_scope/, 'and says what a key without one gets')
+  await modal.screenshot({ path: AUTHORIZE_SCREENSHOT })
   await modal.locator('input').first().fill(key)
   await modal.locator('.auth-btn-wrapper button.authorize').click()
   await modal.locator('.auth-btn-wrapper button.btn-done').click()
@@ -214,6 +232,11 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
         const start = expected === '' ? 'empty' : parameter.required === true ? `at its example ${expected}` : `at its default ${expected}`
         t.equal(await input.inputValue(), expected, `${spec.operationId}: "Try it out" starts ${parameter.name} ${start}`)
       }
+      // OpenAPI 3.1: a schema's example is the first of its JSON Schema `examples`.
+      const bodyExample = spec.requestBody?.content['application/json']?.schema.examples?.[0]
+      if (spec.requestBody !== undefined) {
+        t.same(JSON.parse(await block.locator('textarea.body-param__text').inputValue()), bodyExample, `${spec.operationId}: "Try it out" starts the body from its schema's first example ${JSON.stringify(bodyExample)}`)
+      }
     }
   }
   const shown = async (selector: string) => JSON.parse(await page.locator(selector).first().innerText()) as unknown
@@ -227,7 +250,7 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
 
   await page.screenshot({ path: SCREENSHOT, fullPage: true })
   await response.screenshot({ path: RESPONSE_SCREENSHOT })
-  t.comment(`screenshots: ${FIRST_SCREEN_SCREENSHOT} (the first screen), ${SCREENSHOT} (whole page), ${RESPONSE_SCREENSHOT} (the live response), ${OPERATION_SCREENSHOT} (getPetById expanded)`)
+  t.comment(`screenshots: ${FIRST_SCREEN_SCREENSHOT} (the first screen), ${SCREENSHOT} (whole page), ${RESPONSE_SCREENSHOT} (the live response), ${OPERATION_SCREENSHOT} (getPetById expanded), ${AUTHORIZE_SCREENSHOT} (the Authorize dialog)`)
   t.same(problems, [], 'no CSP violation, script error or failed request on the page')
 
   // After a reload the key is gone: nothing kept it.

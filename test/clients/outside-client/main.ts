@@ -5,7 +5,8 @@
  * `tsc --strict`. It is not part of the project's own typecheck: it sees the API only as an
  * outsider does.
  *
- * Usage: node main.js BASE_URL API_KEY TINY_KEY (TINY_KEY: a key allowed one request a day).
+ * Usage: node main.js BASE_URL API_KEY TINY_KEY NARROW_KEY (TINY_KEY: a key allowed one request a
+ * day; NARROW_KEY: a key with every scope but the one updateInventory needs).
  * Prints one JSON object: for each operationId, the calls made and what came back.
  *
  * Each operation of the document has one function below, named by its operationId; a new
@@ -20,8 +21,8 @@ type InventoryItem = components['schemas']['InventoryItem']
 type Pet = components['schemas']['Pet']
 type Order = components['schemas']['Order']
 
-const [baseUrl, apiKey, tinyKey] = process.argv.slice(2)
-if (baseUrl === undefined || apiKey === undefined || tinyKey === undefined) throw new Error('usage: node main.js BASE_URL API_KEY TINY_KEY')
+const [baseUrl, apiKey, tinyKey, narrowKey] = process.argv.slice(2)
+if (baseUrl === undefined || apiKey === undefined || tinyKey === undefined || narrowKey === undefined) throw new Error('usage: node main.js BASE_URL API_KEY TINY_KEY NARROW_KEY')
 
 /**
  * openapi-fetch reads a 304's empty body as the error `""`, which its types (`Error | undefined`)
@@ -199,10 +200,13 @@ async function cancelOrder (): Promise<void> {
   if (delivered.error !== undefined) descriptions.push(describeError(delivered.error))
 }
 
-/** Errors every operation can answer: an unknown key (401), over the limit (429). */
+/** Errors every operation can answer: an unknown key (401), a key without the scope (403), over the limit (429). */
 async function everywhere (): Promise<void> {
   const unknownKey = await client('psk_unknownunknownunknownunknownunknownunknownu').GET('/inventory')
   keep('listInventory', 'an unknown key', unknownKey)
+  const unscoped = await client(narrowKey).PATCH('/inventory/{petId}', { params: { path: { petId: 1 } }, body: { quantity: 7 } })
+  keep('updateInventory', 'a key without its scope', unscoped)
+  if (unscoped.error !== undefined) descriptions.push(describeError(unscoped.error))
   const tiny = client(tinyKey)
   keep('listInventory', 'a key\'s one request of the day', await tiny.GET('/inventory'))
   const over = await tiny.GET('/inventory')
