@@ -45,8 +45,9 @@ const problems: string[] = []
 {
   const validation = await new Validator().validate(file)
   if (!validation.valid) {
-    const errors = (Array.isArray(validation.errors) ? validation.errors : [validation.errors]) as { instancePath?: string, message?: string }[]
-    console.error(`${shown} is not a valid OpenAPI document: ${errors.slice(0, 5).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`)
+    // A file that cannot be read or parsed is reported as a sentence, a document that breaks the schema as a list.
+    const errors = (Array.isArray(validation.errors) ? validation.errors : [validation.errors]) as ({ instancePath?: string, message?: string } | string)[]
+    console.error(`${shown} is not a valid OpenAPI document: ${errors.slice(0, 5).map((e) => typeof e === 'string' ? e : `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`)
     process.exit(1)
   }
 }

@@ -36,7 +36,7 @@ const problems = (stderr: string, file: string) => stderr.trim().split('\n').map
 t.test('the repository\'s openapi.yaml passes', async (t) => {
   const res = await lint()
   t.equal(res.code, 0, `lint passes: ${res.stderr}`)
-  t.match(res.stdout, new RegExp(`^openapi\\.yaml is valid OpenAPI 3\\.0\\.3; ${operations.length} operations follow the project's rules; \\d+ examples match their schemas$`, 'm'))
+  t.match(res.stdout, new RegExp(`^openapi\\.yaml is valid OpenAPI 3\\.1\\.\\d+; ${operations.length} operations follow the project's rules; \\d+ examples match their schemas$`, 'm'))
 })
 
 t.test('an operation without the responses every operation can give fails, naming it and what is missing', async (t) => {
@@ -102,27 +102,29 @@ t.test('what the service does beyond each operation\'s own results must be decla
 
 t.test('an example that does not validate against its schema fails, wherever it is', async (t) => {
   const file = copyWith(t, (spec) => {
-    spec.components.schemas.Pet.properties.name.example = '' // schema example: minLength 1
-    spec.components.schemas.InventoryUpdate.example = { quantity: 12, extra: true } // object example: additionalProperties
+    spec.components.schemas.Pet.properties.name.examples = [''] // schema example: minLength 1
+    spec.components.schemas.InventoryUpdate.examples = [{ quantity: 7 }, { quantity: 12, extra: true }] // object example: additionalProperties
     spec.components.responses.BadRequest.content['application/json'].example.status = 'four hundred' // media type example
     spec.components.responses.Unauthorized.content['application/json'].examples.scheme.value.code = 'denied' // named example
     spec.components.parameters.PetId.example = 0 // parameter example: minimum 1
-    spec.components.headers.Sunset.schema.example = 1782777600 // header schema example: a string
+    spec.components.headers.Sunset.schema.examples = [1782777600] // header schema example: a string
+    spec.components.schemas.Category.example = { id: 1, name: 'Dogs' } // OpenAPI 3.0's keyword in a 2020-12 schema
     // int64 as the service reads it (a number JavaScript holds exactly: 2^53 is one past), not any 64-bit integer.
     spec.paths['/inventory'].get.parameters.push({ name: 'after', in: 'query', schema: { type: 'integer', format: 'int64' }, example: 2 ** 53 })
   })
   const res = await lint(file)
   t.equal(res.code, 1, 'lint fails')
   t.same(problems(res.stderr, file), [
-    'components/headers/Sunset schema example: does not match its schema: example must be string',
+    'components/headers/Sunset schema examples[0]: does not match its schema: example must be string',
     'components/parameters/PetId example: does not match its schema: example must be >= 1',
     'components/responses/BadRequest application/json example: does not match its schema: example/status must be integer',
     'components/responses/Unauthorized application/json examples.scheme: does not match its schema: example/code must be equal to one of the allowed values',
     // The Deprecated… responses share those examples (YAML aliases): one change breaks both.
     'components/responses/DeprecatedBadRequest application/json example: does not match its schema: example/status must be integer',
     'components/responses/DeprecatedUnauthorized application/json examples.scheme: does not match its schema: example/code must be equal to one of the allowed values',
-    'components/schemas/InventoryUpdate example: does not match its schema: example must NOT have additional properties',
-    'components/schemas/Pet.name example: does not match its schema: example must NOT have fewer than 1 characters',
+    'components/schemas/Category: a schema\'s `example` is OpenAPI 3.0\'s; write examples: [{"id":1,"name":"Dogs"}] (JSON Schema 2020-12)',
+    'components/schemas/InventoryUpdate examples[1]: does not match its schema: example must NOT have additional properties',
+    'components/schemas/Pet.name examples[0]: does not match its schema: example must NOT have fewer than 1 characters',
     'listInventory (GET /inventory) parameter after example: does not match its schema: example must match format "int64"'
   ].sort(), 'exactly these problems, each with its place and the reason')
 })
