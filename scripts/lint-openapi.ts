@@ -16,6 +16,8 @@
  *   replaces an id it does not keep);
  * - HEAD: Fastify answers it on every GET route, so a GET operation's description says so, and a
  *   path with a GET has no head operation of its own (the second HEAD route would not start);
+ * - conditional GET (src/plugins/app/conditional-requests.ts): a GET answering 200 with JSON
+ *   declares ETag on that 200, a 304 (NotModified, with ETag) and the If-None-Match parameter;
  * - deprecated operations carry x-deprecated-at and x-sunset; x-stability is experimental or beta;
  * - every example (of a schema, a media type, a parameter or a header) is valid against its
  *   schema, as the service's own ajv (src/contract/ajv.ts) judges it; a schema gives its
@@ -62,7 +64,8 @@ const declaredScopes = Object.keys(isObject(bearerAuth?.['x-scopes']) ? bearerAu
 if (declaredScopes.length === 0) problems.push('components/securitySchemes/bearerAuth: no x-scopes (the scopes a key can hold, each with its meaning)')
 const errorSchema = ((api.components as Json | undefined)?.schemas as Json | undefined)?.Error
 const everyResponseHeaders = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']
-const headersByStatus: Record<string, string[]> = { 405: ['Allow'], 429: ['Retry-After'] }
+const headersByStatus: Record<string, string[]> = { 304: ['ETag'], 405: ['Allow'], 429: ['Retry-After'] }
+const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/i
 const deprecationHeaders = ['Deprecation', 'Sunset', 'Link']
 const requiredResponses: Record<string, string> = {
   400: 'invalid input: a malformed parameter or body, or an unknown query parameter',
@@ -116,6 +119,21 @@ for (const [path, item] of Object.entries(api.paths)) {
 
     if (method === 'get' && !/\bHEAD\b/.test(String(op.description ?? ''))) {
       problems.push(`${where}: the description does not mention HEAD; Fastify answers HEAD on every GET route (same status and headers, no body): say so`)
+    }
+    // Every 200 with a JSON body to a GET gets an ETag, and an If-None-Match holding it a 304.
+    const ok = op.responses['200']
+    if (method === 'get' && isObject(ok) && Object.keys(isObject(ok.content) ? ok.content : {}).some((type) => jsonMediaType.test(type))) {
+      const okHeaders = Object.keys(isObject(ok.headers) ? ok.headers : {}).map((h) => h.toLowerCase())
+      if (!okHeaders.includes('etag')) {
+        problems.push(`${where}: response 200 does not declare the header ETag; the service tags every 200 of a GET with its body's entity tag: add ETag: { $ref: '#/components/headers/ETag' } to its headers`)
+      }
+      if (op.responses['304'] === undefined) {
+        const notModified = op.deprecated === true && 'DeprecatedNotModified' in rawResponses ? 'DeprecatedNotModified' : 'NotModified'
+        problems.push(`${where}: no 304 response; the service answers 304 without a body when If-None-Match holds the current ETag: add '304': { $ref: '#/components/responses/${notModified}' }`)
+      }
+      if (!parameters.some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'if-none-match')) {
+        problems.push(`${where}: no If-None-Match header parameter; the service reads it on every GET and answers 304 when it holds the current ETag: add - $ref: '#/components/parameters/IfNoneMatch'`)
+      }
     }
     if (method === 'head' && isObject(item.get)) {
       problems.push(`${where}: a head operation beside GET ${path}; Fastify already answers HEAD on every GET route, and a second HEAD route stops the service from starting: remove it and say so in the GET operation's description`)

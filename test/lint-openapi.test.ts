@@ -90,14 +90,36 @@ t.test('what the service does beyond each operation\'s own results must be decla
     'headInventory (HEAD /inventory): a head operation beside GET /inventory; Fastify already answers HEAD on every GET route, and a second HEAD route stops the service from starting: remove it and say so in the GET operation\'s description',
     'headInventory (HEAD /inventory): response 500 does not declare the header X-Request-Id',
     'headInventory (HEAD /inventory): the X-Request-Id parameter must accept any value (not required, schema { type: string } alone, or with a maxLength of at least 16384, Node\'s whole request head): an id the service does not keep is replaced, never refused',
+    'listInventory (GET /inventory): no If-None-Match header parameter; the service reads it on every GET and answers 304 when it holds the current ETag: add - $ref: \'#/components/parameters/IfNoneMatch\'',
     'listInventory (GET /inventory): response 500 does not declare the header X-Request-Id',
     'listInventory (GET /inventory): the X-Request-Id parameter must accept any value (not required, schema { type: string } alone, or with a maxLength of at least 16384, Node\'s whole request head): an id the service does not keep is replaced, never refused',
+    'listOrders (GET /store/orders): no If-None-Match header parameter; the service reads it on every GET and answers 304 when it holds the current ETag: add - $ref: \'#/components/parameters/IfNoneMatch\'',
     'listOrders (GET /store/orders): no X-Request-Id header parameter (every operation takes one: - $ref: \'#/components/parameters/RequestId\')',
     'listOrders (GET /store/orders): response 500 does not declare the header X-Request-Id',
     'listOrders (GET /store/orders): the description does not mention HEAD; Fastify answers HEAD on every GET route (same status and headers, no body): say so',
     'updateInventory (PATCH /inventory/{petId}): no 405 response (a method its path does not have, with Allow); every /v1 operation can answer it',
     'updateInventory (PATCH /inventory/{petId}): response 500 does not declare the header X-Request-Id'
   ].sort(), 'exactly these problems, each naming its operation and what is missing')
+})
+
+t.test('a GET without ETag on its 200, a 304 or If-None-Match fails, saying what to add', async (t) => {
+  const file = copyWith(t, (spec) => {
+    const listInventory = spec.paths['/inventory'].get
+    delete listInventory.responses['200'].headers.ETag
+    delete listInventory.responses['304']
+    listInventory.parameters = listInventory.parameters.filter((p: Json) => p.$ref !== '#/components/parameters/IfNoneMatch')
+    delete spec.paths['/pets/{petId}'].get.responses['304']
+    delete spec.components.responses.NotModified.headers.ETag
+  })
+  const res = await lint(file)
+  t.equal(res.code, 1, 'lint fails')
+  t.same(problems(res.stderr, file), [
+    'getPetById (GET /pets/{petId}): no 304 response; the service answers 304 without a body when If-None-Match holds the current ETag: add \'304\': { $ref: \'#/components/responses/DeprecatedNotModified\' }',
+    'listInventory (GET /inventory): no 304 response; the service answers 304 without a body when If-None-Match holds the current ETag: add \'304\': { $ref: \'#/components/responses/NotModified\' }',
+    'listInventory (GET /inventory): no If-None-Match header parameter; the service reads it on every GET and answers 304 when it holds the current ETag: add - $ref: \'#/components/parameters/IfNoneMatch\'',
+    'listInventory (GET /inventory): response 200 does not declare the header ETag; the service tags every 200 of a GET with its body\'s entity tag: add ETag: { $ref: \'#/components/headers/ETag\' } to its headers',
+    'listOrders (GET /store/orders): response 304 does not declare the header ETag'
+  ].sort(), 'exactly these problems, each with the line to add')
 })
 
 t.test('an example that does not validate against its schema fails, wherever it is', async (t) => {
