@@ -59,6 +59,7 @@ t.test('an operation without the responses every operation can give fails, namin
     'listOrders (GET /store/orders): response 429 does not declare the header Retry-After',
     'listOrders (GET /store/orders): response 500 does not declare the headers X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id',
     'listOrders (GET /store/orders): response 500 is not the Error body (content application/json, schema #/components/schemas/Error)',
+    'listOrders (GET /store/orders) response 500 application/json: no example; Swagger UI would make one up at the schema\'s bounds (2147483647 for a stock count): add example: … beside its schema, or examples: [ … ] to the schema',
     'updateInventory (PATCH /inventory/{petId}): no 400 response (invalid input: a malformed parameter or body, or an unknown query parameter); every /v1 operation can answer it',
     'updateInventory (PATCH /inventory/{petId}): response 404 does not declare the header X-RateLimit-Limit',
     'updateInventory (PATCH /inventory/{petId}): response 429 does not declare the header Retry-After'
@@ -151,6 +152,48 @@ t.test('an example that does not validate against its schema fails, wherever it 
   ].sort(), 'exactly these problems, each with its place and the reason')
 })
 
+t.test('an example that shows a limit of its schema fails, at any depth, saying what to change; lower bounds and fixed lengths pass', async (t) => {
+  const change = 'an example shows a realistic value, not a limit of its schema: change it'
+  const file = copyWith(t, (spec) => {
+    spec.components.schemas.InventoryUpdate.examples = [{ quantity: 7 }, { quantity: 2147483647 }] // schema examples
+    spec.components.schemas.Order.examples[0].petId = 9007199254740991 // a property, through the $ref of Order
+    spec.components.parameters.PetId.example = 9007199254740991 // parameter example
+    spec.components.headers['X-Request-Id'].schema.examples = ['a'.repeat(128)] // header schema: maxLength 128
+    // Items of an array in a media type example: InventoryItem reached through items.$ref.
+    spec.paths['/inventory'].get.responses['200'].content['application/json'].example = [
+      { petId: 12, quantity: 0, status: 'sold' }, // quantity 0 and petId 1 are lower bounds: allowed
+      { petId: 1, quantity: 2147483647, status: 'available' }
+    ]
+    spec.paths['/inventory'].get.parameters.push({ name: 'top', in: 'query', schema: { type: 'integer', exclusiveMaximum: 100 }, example: 99 })
+    spec.paths['/inventory'].get.parameters.push({ name: 'code', in: 'query', schema: { type: 'string', minLength: 4, maxLength: 4 }, example: 'ABCD' }) // fixed length: allowed
+  })
+  const res = await lint(file)
+  t.equal(res.code, 1, 'lint fails')
+  t.same(problems(res.stderr, file), [
+    `components/headers/X-Request-Id schema examples[0]: example is 128 characters long, its schema's maxLength; ${change}`,
+    `components/parameters/PetId example: example is 9007199254740991, its schema's maximum; ${change}`,
+    `components/schemas/InventoryUpdate examples[1]: example.quantity is 2147483647, its schema's maximum; ${change}`,
+    `components/schemas/Order examples[0]: example.petId is 9007199254740991, its schema's maximum; ${change}`,
+    `listInventory (GET /inventory) parameter top example: example is 99, the last integer under its schema's exclusiveMaximum; ${change}`,
+    `listInventory (GET /inventory) response 200 application/json example: example[1].quantity is 2147483647, its schema's maximum; ${change}`
+  ].sort(), 'exactly these problems, each with the place in the example and the limit')
+})
+
+t.test('a body without an example of the document\'s own fails: Swagger UI would make one up from the schema', async (t) => {
+  const file = copyWith(t, (spec) => {
+    delete spec.components.schemas.Pet.examples // getPetById's 200 has none of its own either
+    delete spec.paths['/store/orders'].get.responses['200'].content['application/json'].example // its items (Order) have examples: enough
+    delete spec.components.schemas.InventoryUpdate.examples // updateInventory's request body
+  })
+  const res = await lint(file)
+  t.equal(res.code, 1, 'lint fails')
+  const add = 'no example; Swagger UI would make one up at the schema\'s bounds (2147483647 for a stock count): add example: … beside its schema, or examples: [ … ] to the schema'
+  t.same(problems(res.stderr, file), [
+    `getPetById (GET /pets/{petId}) response 200 application/json: ${add}`,
+    `updateInventory (PATCH /inventory/{petId}) request body application/json: ${add}`
+  ].sort(), 'exactly the bodies without an example, each saying what to add')
+})
+
 t.test('an error code without an example fails', async (t) => {
   const file = copyWith(t, (spec) => {
     delete spec.components.responses.NotImplemented.content['application/json'].example
@@ -160,7 +203,8 @@ t.test('an error code without an example fails', async (t) => {
   t.equal(res.code, 1, 'lint fails')
   t.same(problems(res.stderr, file), [
     'Error code api_key_banned has no example: give a response that carries it an example with the message the service sends',
-    'Error code not_implemented has no example: give a response that carries it an example with the message the service sends'
+    'Error code not_implemented has no example: give a response that carries it an example with the message the service sends',
+    'components/responses/NotImplemented application/json: no example; Swagger UI would make one up at the schema\'s bounds (2147483647 for a stock count): add example: … beside its schema, or examples: [ … ] to the schema'
   ])
 })
 

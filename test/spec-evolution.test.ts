@@ -113,7 +113,8 @@ t.test('three operations added to openapi.yaml are generated, type-checked and s
       type: 'object',
       additionalProperties: false,
       required: ['petId', 'quantity'],
-      properties: { petId: { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }, quantity: { type: 'integer', minimum: 1, maximum: 2147483647 } }
+      properties: { petId: { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }, quantity: { type: 'integer', minimum: 1, maximum: 2147483647 } },
+      examples: [{ petId: 12, quantity: 2 }]
     }
     spec.paths['/zz-fixture/orders'] = { post: fixtureCreateOrder }
     spec.paths['/zz-fixture/orders/{orderId}'] = { delete: fixtureDeleteOrder }
