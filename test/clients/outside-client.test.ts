@@ -89,7 +89,7 @@ t.test('a client generated from the served /openapi.json calls every operation a
   for (const item of Object.values(served.paths)) {
     for (const [method, operation] of Object.entries(item)) if (HTTP_METHODS.has(method)) operations.set(String(operation.operationId), operation)
   }
-  t.same([...Object.keys(report.operations)].sort(), [...operations.keys()].sort(), 'the program calls every operation of the served document')
+  t.same([...Object.keys(report.operations)].sort(), [...operations.keys()].sort(), 'the program calls every operation of the served document (a new one: its function in outside-client/main.ts, called from run; each call\'s answer in `expected` and its bodies in `described` here)')
   /** What a $ref points to, with its JSON pointer in the served document (for ajv, which resolves the $refs inside). */
   const resolve = (value: Json, pointer: string): [Json, string] => typeof value.$ref === 'string'
     ? resolve(value.$ref.slice(2).split('/').reduce<Json>((node, part) => node[part.replaceAll('~1', '/').replaceAll('~0', '~')] as Json, served), value.$ref.slice(1))
@@ -204,7 +204,7 @@ t.test('a client generated from the served /openapi.json calls every operation a
   t.equal(over.status, 429, 'over the limit: 429')
   t.match(over.error, { code: 'rate_limited', status: 429 }, 'rate_limited, in the Error body the types promise')
   t.ok(Number(over.headers['retry-after']) >= 1, 'with Retry-After in seconds')
-  t.equal(Object.values(report.operations).flat().length, expected.length + 1, 'and no call goes unchecked')
+  t.equal(Object.values(report.operations).flat().length, expected.length + 1, 'and no call goes unchecked (each call of outside-client/main.ts has its line in `expected`)')
 
   // The program used every field as its type says (a lying type would have thrown there).
   const described = {
@@ -217,6 +217,6 @@ t.test('a client generated from the served /openapi.json calls every operation a
     updateOrder: 3,
     cancelOrder: 1
   }
-  t.equal(report.descriptions.length, Object.values(described).reduce((sum, n) => sum + n, 0), 'every body went through the typed code')
+  t.equal(report.descriptions.length, Object.values(described).reduce((sum, n) => sum + n, 0), 'every body went through the typed code (`described` counts the bodies each operation\'s calls describe)')
   t.equal(await server.stop('SIGTERM'), 0, 'the server stops cleanly')
 })
