@@ -16,10 +16,19 @@
  *   replaces an id it does not keep);
  * - HEAD: Fastify answers it on every GET route, so a GET operation's description says so, and a
  *   path with a GET has no head operation of its own (the second HEAD route would not start);
+ * - conditional GET (src/plugins/app/conditional-requests.ts): a GET answering 200 with JSON
+ *   declares ETag on that 200, a 304 (NotModified, with ETag) and the If-None-Match parameter;
  * - deprecated operations carry x-deprecated-at and x-sunset; x-stability is experimental or beta;
  * - every example (of a schema, a media type, a parameter or a header) is valid against its
  *   schema, as the service's own ajv (src/contract/ajv.ts) judges it; a schema gives its
  *   examples as `examples: [...]` (JSON Schema 2020-12), not OpenAPI 3.0's `example`;
+ * - no example shows a limit of its schema, at any depth (the docs page shows examples as they
+ *   are): a number at its maximum (or the last integer under an exclusiveMaximum), a string as
+ *   long as its maxLength. Lower bounds are values the service sends (a stock of 0, status 400,
+ *   id 1), so they are allowed;
+ * - every request and response body has an example of the document's own (on the media type,
+ *   or as the examples of its schema, or of an array's items): Swagger UI makes up a missing one
+ *   from the schema's bounds;
  * - every code of the Error schema has an example in a response carrying the Error body.
  */
 import { existsSync } from 'node:fs'
@@ -50,8 +59,9 @@ const problems: string[] = []
   }
   const validation = await new Validator().validate(file)
   if (!validation.valid) {
-    const errors = (Array.isArray(validation.errors) ? validation.errors : [validation.errors]) as { instancePath?: string, message?: string }[]
-    console.error(`${shown} is not a valid OpenAPI document: ${errors.slice(0, 5).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`)
+    // A file that cannot be read or parsed is reported as a sentence, a document that breaks the schema as a list.
+    const errors = (Array.isArray(validation.errors) ? validation.errors : [validation.errors]) as ({ instancePath?: string, message?: string } | string)[]
+    console.error(`${shown} is not a valid OpenAPI document: ${errors.slice(0, 5).map((e) => typeof e === 'string' ? e : `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`)
     process.exit(1)
   }
 }
@@ -66,7 +76,8 @@ const declaredScopes = Object.keys(isObject(bearerAuth?.['x-scopes']) ? bearerAu
 if (declaredScopes.length === 0) problems.push('components/securitySchemes/bearerAuth: no x-scopes (the scopes a key can hold, each with its meaning)')
 const errorSchema = ((api.components as Json | undefined)?.schemas as Json | undefined)?.Error
 const everyResponseHeaders = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']
-const headersByStatus: Record<string, string[]> = { 405: ['Allow'], 429: ['Retry-After'] }
+const headersByStatus: Record<string, string[]> = { 304: ['ETag'], 405: ['Allow'], 429: ['Retry-After'] }
+const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/i
 const deprecationHeaders = ['Deprecation', 'Sunset', 'Link']
 const requiredResponses: Record<string, string> = {
   400: 'invalid input: a malformed parameter or body, or an unknown query parameter',
@@ -121,6 +132,21 @@ for (const [path, item] of Object.entries(api.paths)) {
     if (method === 'get' && !/\bHEAD\b/.test(String(op.description ?? ''))) {
       problems.push(`${where}: the description does not mention HEAD; Fastify answers HEAD on every GET route (same status and headers, no body): say so`)
     }
+    // Every 200 with a JSON body to a GET gets an ETag, and an If-None-Match holding it a 304.
+    const ok = op.responses['200']
+    if (method === 'get' && isObject(ok) && Object.keys(isObject(ok.content) ? ok.content : {}).some((type) => jsonMediaType.test(type))) {
+      const okHeaders = Object.keys(isObject(ok.headers) ? ok.headers : {}).map((h) => h.toLowerCase())
+      if (!okHeaders.includes('etag')) {
+        problems.push(`${where}: response 200 does not declare the header ETag; the service tags every 200 of a GET with its body's entity tag: add ETag: { $ref: '#/components/headers/ETag' } to its headers`)
+      }
+      if (op.responses['304'] === undefined) {
+        const notModified = op.deprecated === true && 'DeprecatedNotModified' in rawResponses ? 'DeprecatedNotModified' : 'NotModified'
+        problems.push(`${where}: no 304 response; the service answers 304 without a body when If-None-Match holds the current ETag: add '304': { $ref: '#/components/responses/${notModified}' }`)
+      }
+      if (!parameters.some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'if-none-match')) {
+        problems.push(`${where}: no If-None-Match header parameter; the service reads it on every GET and answers 304 when it holds the current ETag: add - $ref: '#/components/parameters/IfNoneMatch'`)
+      }
+    }
     if (method === 'head' && isObject(item.get)) {
       problems.push(`${where}: a head operation beside GET ${path}; Fastify already answers HEAD on every GET route, and a second HEAD route stops the service from starting: remove it and say so in the GET operation's description`)
     }
@@ -173,6 +199,49 @@ function checkExample (schemaPointer: string | undefined, value: unknown, where:
     validators.set(schemaPointer, validate)
   }
   if (!validate(value)) problems.push(`${where}: does not match its schema: ${ajv.errorsText(validate.errors, { dataVar: 'example' })}`)
+  else for (const limit of new Set(limitsShown(schemaAt(schemaPointer), value, 'example'))) problems.push(`${where}: ${limit}; an example shows a realistic value, not a limit of its schema: change it`)
+}
+
+/** The node at a JSON pointer of the document as written (segments as `segment` writes them). */
+const schemaAt = (pointer: string): unknown => pointer.split('/').slice(1)
+  .reduce<unknown>((node, key) => typeof node === 'object' && node !== null ? (node as Json)[decodeURIComponent(key).replace(/~1/g, '/').replace(/~0/g, '~')] : undefined, raw)
+
+/** Where `value` sits on an upper bound of `schema` or of the schemas of its properties and items ($refs followed). */
+function limitsShown (schema: unknown, value: unknown, at: string, depth = 0): string[] {
+  if (!isObject(schema) || depth > 64) return []
+  const found = typeof schema.$ref === 'string' ? limitsShown(follow(schema), value, at, depth + 1) : []
+  for (const keyword of ['allOf', 'anyOf', 'oneOf']) {
+    const list = schema[keyword]
+    if (Array.isArray(list)) for (const sub of list) found.push(...limitsShown(sub, value, at, depth + 1))
+  }
+  if (typeof value === 'number') {
+    // A schema whose bounds meet (minimum = maximum) has one value, which is no limit shown.
+    if (value === schema.maximum && schema.minimum !== schema.maximum) found.push(`${at} is ${value}, its schema's maximum`)
+    if (typeof schema.exclusiveMaximum === 'number' && schema.type === 'integer' && value === schema.exclusiveMaximum - 1) {
+      found.push(`${at} is ${value}, the last integer under its schema's exclusiveMaximum`)
+    }
+  } else if (typeof value === 'string') {
+    // JSON Schema counts a string's length in code points.
+    const length = [...value].length
+    if (length === schema.maxLength && schema.minLength !== schema.maxLength) found.push(`${at} is ${length} characters long, its schema's maxLength`)
+  } else if (Array.isArray(value)) {
+    const prefix = Array.isArray(schema.prefixItems) ? schema.prefixItems : []
+    value.forEach((item, i) => { found.push(...limitsShown(prefix[i] ?? schema.items, item, `${at}[${i}]`, depth + 1)) })
+  } else if (isObject(value)) {
+    const properties = isObject(schema.properties) ? schema.properties : {}
+    for (const [name, item] of Object.entries(value)) {
+      found.push(...limitsShown(properties[name] ?? schema.additionalProperties, item, `${at}.${name}`, depth + 1))
+    }
+  }
+  return found
+}
+
+/** Whether the docs page can show a body of this schema from the document's examples alone. */
+function exemplified (schema: unknown, depth = 0): boolean {
+  if (!isObject(schema) || depth > 64) return false
+  if (typeof schema.$ref === 'string' && exemplified(follow(schema), depth + 1)) return true
+  if ((Array.isArray(schema.examples) && schema.examples.length > 0) || 'const' in schema || Array.isArray(schema.enum)) return true
+  return schema.type === 'array' && exemplified(schema.items, depth + 1)
 }
 
 /** Follows a local $ref (#/components/examples/…) to the object it names. */
@@ -220,11 +289,14 @@ function walkExamples (node: Json, pointer: string, where: string, onValue?: (va
 /** Error codes with an example of an error response, and where. */
 const errorExamples = new Map<string, string>()
 
-function walkContent (content: unknown, pointer: string, where: string): void {
+function walkContent (content: unknown, pointer: string, where: string, body = false): void {
   for (const [type, media] of entries(content)) {
     if (!isObject(media)) continue
     const at = `${pointer}/content/${segment(type)}`
     walkSchema(media.schema, `${at}/schema`, `${where} ${type} schema`)
+    if (body && media.schema !== undefined && !('example' in media) && entries(media.examples).length === 0 && !exemplified(media.schema)) {
+      problems.push(`${where} ${type}: no example; Swagger UI would make one up at the schema's bounds (2147483647 for a stock count): add example: … beside its schema, or examples: [ … ] to the schema`)
+    }
     const isError = isObject(media.schema) && media.schema.$ref === '#/components/schemas/Error'
     walkExamples(media, at, `${where} ${type}`, isError
       ? (value) => { if (isObject(value) && typeof value.code === 'string') errorExamples.set(value.code, where) }
@@ -242,12 +314,12 @@ function walkParameter (parameter: unknown, pointer: string, where: string): voi
 function walkResponse (response: unknown, pointer: string, where: string): void {
   if (!isObject(response) || isRef(response)) return
   for (const [name, header] of entries(response.headers)) walkParameter(header, `${pointer}/headers/${segment(name)}`, `${where} header ${name}`)
-  walkContent(response.content, pointer, where)
+  walkContent(response.content, pointer, where, true)
 }
 
 function walkRequestBody (body: unknown, pointer: string, where: string): void {
   if (!isObject(body) || isRef(body)) return
-  walkContent(body.content, pointer, where)
+  walkContent(body.content, pointer, where, true)
 }
 
 const components = isObject(raw.components) ? raw.components : {}

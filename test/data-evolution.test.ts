@@ -8,7 +8,7 @@ import { createPostgresStore } from '../src/store/postgres/index.js'
 import { tempDir } from './helpers/app.js'
 import { run } from './helpers/cli.js'
 import { ALL_SCOPES } from './helpers/contract.js'
-import { adminQuery, createTestSchema } from './helpers/postgres.js'
+import { adminQuery, createTestSchema, POSTGRES_SHOWN } from './helpers/postgres.js'
 import { copyProject, headers, json, npmScript, ref, timed as timedStep } from './helpers/project-copy.js'
 import { type ServerProcess, startServer } from './helpers/server-process.js'
 
@@ -28,7 +28,7 @@ t.setTimeout(300_000)
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any -- free edits of a parsed document
 
 const postgresDown = await adminQuery('SELECT 1').then(() => false, (error: unknown) =>
-  `PostgreSQL at 127.0.0.1:5432 is unreachable (${error instanceof Error ? error.message : String(error)})`)
+  `PostgreSQL at ${POSTGRES_SHOWN} (TEST_DATABASE_URL) is unreachable (${error instanceof Error ? error.message : String(error)})`)
 if (postgresDown !== false) t.comment(`skipped: ${postgresDown}`)
 
 const copy = copyProject(t, ['openapi.yaml', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'handlers', 'scripts', 'test'])

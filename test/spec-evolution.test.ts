@@ -48,12 +48,14 @@ const errorsByFile = (output: string) => {
 const timed = <T> (step: string, work: () => Promise<T>) => timedStep(t, step, work)
 const requestId = { $ref: '#/components/parameters/RequestId' }
 const everyOperation = {
-  400: ref('BadRequest'), 401: ref('Unauthorized'), 405: ref('MethodNotAllowed'), 429: ref('TooManyRequests'), 500: ref('InternalError'), 503: ref('ServiceUnavailable')
+  400: ref('BadRequest'), 401: ref('Unauthorized'), 403: ref('Forbidden'), 405: ref('MethodNotAllowed'), 429: ref('TooManyRequests'), 500: ref('InternalError'), 503: ref('ServiceUnavailable')
 }
+const scope = (name: string) => [{ bearerAuth: [name] }]
 
 const fixtureCreateOrder = {
   operationId: 'fixtureCreateOrder',
   tags: ['Store'],
+  security: scope('orders:write'),
   summary: 'Place an order',
   description: 'Places an order for a pet. With `dryRun=true` nothing is placed: the answer is the order as it would be.',
   parameters: [requestId, { name: 'dryRun', in: 'query', schema: { type: 'boolean' } }],
@@ -67,6 +69,7 @@ const fixtureCreateOrder = {
 const fixtureDeleteOrder = {
   operationId: 'fixtureDeleteOrder',
   tags: ['Store'],
+  security: scope('orders:write'),
   summary: 'Cancel an order',
   parameters: [
     requestId,
@@ -78,10 +81,15 @@ const fixtureDeleteOrder = {
 const fixtureFindPetsByStatus = {
   operationId: 'fixtureFindPetsByStatus',
   tags: ['Pets'],
+  security: scope('inventory:read'),
   summary: 'Find pets by status',
   description: 'The pets whose inventory status is one of `status` (repeat it for several). `HEAD` answers as this does, without a body.',
-  parameters: [requestId, { name: 'status', in: 'query', schema: { type: 'array', minItems: 1, items: { $ref: '#/components/schemas/PetStatus' } } }],
-  responses: { 200: { description: 'The pets, by id', headers, content: json({ type: 'array', items: { $ref: '#/components/schemas/Pet' } }) }, ...everyOperation }
+  parameters: [requestId, { $ref: '#/components/parameters/IfNoneMatch' }, { name: 'status', in: 'query', schema: { type: 'array', minItems: 1, items: { $ref: '#/components/schemas/PetStatus' } } }],
+  responses: {
+    200: { description: 'The pets, by id', headers: { ETag: { $ref: '#/components/headers/ETag' }, ...headers }, content: json({ type: 'array', items: { $ref: '#/components/schemas/Pet' } }) },
+    304: ref('NotModified'),
+    ...everyOperation
+  }
 }
 
 // Operations of the repository itself still waiting for their handler (usually none).
@@ -105,7 +113,8 @@ t.test('three operations added to openapi.yaml are generated, type-checked and s
       type: 'object',
       additionalProperties: false,
       required: ['petId', 'quantity'],
-      properties: { petId: { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }, quantity: { type: 'integer', minimum: 1, maximum: 2147483647 } }
+      properties: { petId: { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }, quantity: { type: 'integer', minimum: 1, maximum: 2147483647 } },
+      examples: [{ petId: 12, quantity: 2 }]
     }
     spec.paths['/zz-fixture/orders'] = { post: fixtureCreateOrder }
     spec.paths['/zz-fixture/orders/{orderId}'] = { delete: fixtureDeleteOrder }

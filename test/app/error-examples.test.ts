@@ -180,12 +180,12 @@ t.test('every error code has an example in openapi.yaml whose message is the one
   }
   for (const code of Object.keys(errorStatus)) {
     t.ok(examples.some((e) => e.code === code), `openapi.yaml has an example of ${code}`)
-    t.ok(sent.some((s) => s.body.code === code), `the test provokes ${code}`, waiting(code))
+    t.ok(sent.some((s) => s.body.code === code), `the test provokes ${code} (an operation's own error: in a module of test/app/error-examples/ exporting provoke)`, waiting(code))
   }
   for (const example of examples) {
     const real = sent.filter((s) => s.body.code === example.code)
     t.ok(real.some((s) => s.body.message === example.message),
-      `${example.where}: "${example.message}" is sent as it is`,
+      `${example.where}: "${example.message}" is sent as it is (a new example: provoke it in a module of test/app/error-examples/ exporting provoke)`,
       { sent: real.map((s) => `${s.how}: ${s.body.message}`), ...waiting(example.code) })
     for (const s of real) t.equal(s.body.status, errorStatus[example.code as keyof typeof errorStatus], `${s.how}: status of ${example.code}`)
   }

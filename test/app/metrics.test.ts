@@ -9,6 +9,7 @@ import t, { type Test } from 'tap'
 import { buildTestApp, tempDir, type TestApp } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { REDIS, redisUrlThrough } from '../helpers/redis.js'
 import { freePort } from '../helpers/ports.js'
 
 /** The samples of a scrape: `name{label="value",…}` (labels as Prometheus writes them) → value. */
@@ -158,9 +159,9 @@ t.test('the operation label: operationId under /v1, the route outside it, one la
 
 t.test('a failed rate-limit store is counted as failed_open; a failed key lookup as storage_unavailable', async (t) => {
   // A Redis address that drops every connection: the counters fail and requests are served.
-  const proxy = await startTcpProxy(t, 6379)
+  const proxy = await startTcpProxy(t, REDIS.port, REDIS.host)
   proxy.cut()
-  const api = await metricsApp(t, { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: '100' })
+  const api = await metricsApp(t, { REDIS_URL: redisUrlThrough(proxy.port), REDIS_COMMAND_TIMEOUT_MS: '100' })
   const headers = await api.authHeader('free')
   let before = await api.scrape()
   t.equal((await api.request({ method: 'GET', url: '/v1/inventory', headers })).statusCode, 200, 'served (fail open)')

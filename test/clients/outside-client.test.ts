@@ -89,7 +89,7 @@ t.test('a client generated from the served /openapi.json calls every operation a
   const report = JSON.parse(ran.stdout) as Report
 
   // Every operation of the served document is called, and each call is one the document declares.
-  t.same([...Object.keys(report.operations)].sort(), [...contract.operations.keys()].sort(), 'the program calls every operation of the served document')
+  t.same([...Object.keys(report.operations)].sort(), [...contract.operations.keys()].sort(), 'the program calls every operation of the served document (a new one: its function in outside-client/main.ts, called from run; each call\'s answer in `expected` here)')
   for (const [operationId, calls] of Object.entries(report.operations)) {
     for (const call of calls) {
       const body = call.status < 300 ? call.data : call.error
@@ -180,7 +180,7 @@ t.test('a client generated from the served /openapi.json calls every operation a
   t.ok(Number(over.headers['retry-after']) >= 1, 'with Retry-After in seconds')
   t.equal(got('updateInventory', 'a key without its scope').headers['www-authenticate'], withoutScope.challenge, 'a key without the scope: WWW-Authenticate names the scope the document gives the operation')
   t.ok(missingScope !== undefined && contract.scopes.includes(missingScope), `the scope it lacks, ${String(missingScope)}, is one of bearerAuth's x-scopes`)
-  t.equal(Object.values(report.operations).flat().length, expected.length + 1, 'and no call goes unchecked')
+  t.equal(Object.values(report.operations).flat().length, expected.length + 1, 'and no call goes unchecked (each call of outside-client/main.ts has its line in `expected`)')
 
   // The program used every field as its type says (a lying type would have thrown there).
   const described = {
@@ -193,6 +193,6 @@ t.test('a client generated from the served /openapi.json calls every operation a
     updateOrder: 3,
     cancelOrder: 1
   }
-  t.equal(report.descriptions.length, Object.values(described).reduce((sum, n) => sum + n, 0), 'every body went through the typed code')
+  t.equal(report.descriptions.length, Object.values(described).reduce((sum, n) => sum + n, 0), 'every body went through the typed code (`described` counts the bodies each operation\'s calls describe)')
   t.equal(await server.stop('SIGTERM'), 0, 'the server stops cleanly')
 })

@@ -212,7 +212,6 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
   t.notMatch(snippet, /X-Request-Id|If-None-Match/i, 'and no optional header nobody filled in')
 
   // Every operation of the document, expanded: the inputs "Try it out" starts from, its examples.
-  const limits = /9007199254740991|2147483647/
   for (const item of Object.values(document.resolved.paths as Record<string, Record<string, OperationSpec>>)) {
     for (const spec of Object.values(item)) {
       if (typeof spec.operationId !== 'string') continue
@@ -220,8 +219,9 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
       const block = page.locator(`#operations-${id}`)
       if (!(await block.locator('.opblock-body').isVisible())) await block.locator('.opblock-summary').first().click()
       await block.locator('.responses-wrapper').waitFor()
+      // That no example shows a limit of its schema, or is made up from one, is lint:openapi's rule; here, that they are shown.
       const examples = await block.locator('tr.response .example').allInnerTexts()
-      t.ok(examples.length > 0 && examples.every((text) => !limits.test(text)), `${spec.operationId}: no example shows a schema's limit`)
+      t.ok(examples.length > 0, `${spec.operationId}: its responses show their examples`)
       if (await block.locator('button.try-out__btn.cancel').count() === 0) await block.locator('button.try-out__btn').click()
       for (const parameter of spec.parameters ?? []) {
         // An array of an enum (listOrders' status) is a multiple select; any other parameter, an input.

@@ -13,7 +13,7 @@ const REQUESTS_PER_KEY = 3
 for (const hopMs of [0, 5]) {
   t.test(`a cold instance serves ${KEYS} valid keys × ${REQUESTS_PER_KEY} from one address (${hopMs} ms per database hop)`, async (t) => {
     const schema = await createTestSchema(t)
-    const port = hopMs === 0 ? POSTGRES.port : (await startLatencyProxy(t, POSTGRES.port, hopMs)).port
+    const port = hopMs === 0 ? undefined : (await startLatencyProxy(t, POSTGRES.port, hopMs, POSTGRES.host)).port
     const env = { DATABASE_URL: schema.url(port), DATABASE_POOL_MAX: '10', SEED: 'false' }
     const issuer = await buildTestApp(t, { env })
     const keys = await Promise.all(Array.from({ length: KEYS }, () => issuer.createKey('pro')))

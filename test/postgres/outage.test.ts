@@ -63,7 +63,7 @@ async function assertUnavailable (t: Test, api: TestApp, headers: Record<string,
 
 t.test('PostgreSQL unreachable (connections refused): 503 at once, then the same instance recovers', async (t) => {
   const schema = await createTestSchema(t)
-  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const proxy = await startTcpProxy(t, POSTGRES.port, POSTGRES.host)
   const api = await buildTestApp(t, { env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '1000' } })
   const headers = await enterpriseHeaders(api)
   const patch = (petId: number, quantity: number) => api.request({ method: 'PATCH', url: `/v1/inventory/${petId}`, headers, payload: { quantity } })
@@ -83,7 +83,7 @@ t.test('PostgreSQL unreachable (connections refused): 503 at once, then the same
 
 t.test('an outage is logged once when storage goes down and once when it is back, and each failure counted: no stack per 503', async (t) => {
   const schema = await createTestSchema(t)
-  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const proxy = await startTcpProxy(t, POSTGRES.port, POSTGRES.host)
   const capture = logCapture()
   const api = await buildTestApp(t, {
     database: 'postgres',
@@ -114,7 +114,7 @@ t.test('an outage is logged once when storage goes down and once when it is back
 
 t.test('writes streaming through an outage: every acknowledged write is kept', async (t) => {
   const schema = await createTestSchema(t)
-  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const proxy = await startTcpProxy(t, POSTGRES.port, POSTGRES.host)
   const api = await buildTestApp(t, { env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '1000' } })
   const headers = await enterpriseHeaders(api)
 
@@ -210,7 +210,7 @@ t.test('PostgreSQL silent (partition): queries and connections time out into 503
 
 t.test('PostgreSQL black-holed (gone without a reset): the pool and the listening connection notice, and recover within 10 s of its return', async (t) => {
   const schema = await createTestSchema(t)
-  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const proxy = await startTcpProxy(t, POSTGRES.port, POSTGRES.host)
   const api = await buildTestApp(t, { database: 'postgres', env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '1000' } })
   const store = api.store as PostgresStore
   const headers = await enterpriseHeaders(api)
@@ -254,7 +254,7 @@ t.test('PostgreSQL black-holed (gone without a reset): the pool and the listenin
 
 t.test('a placeOrder answered 503 after its commit reached the server: the retry with its Idempotency-Key gets the order, placed once', async (t) => {
   const schema = await createTestSchema(t)
-  const proxy = await startTcpProxy(t, POSTGRES.port)
+  const proxy = await startTcpProxy(t, POSTGRES.port, POSTGRES.host)
   const api = await buildTestApp(t, { database: 'postgres', env: { DATABASE_URL: schema.url(proxy.port), DATABASE_POOL_MAX: '4', DATABASE_TIMEOUT_MS: '500' } })
   const headers = { ...await enterpriseHeaders(api), 'idempotency-key': 'order-answer-lost' }
   const place = () => api.request({ method: 'POST', url: '/v1/store/orders', headers, payload: { petId: 1, quantity: 1 } })

@@ -20,7 +20,7 @@ t.test('SIGTERM drains an in-flight request, then closes the pool and exits 0', 
   const schema = await createTestSchema(t)
   const key = (await keyInDatabase(schema.url(), 'shutdown test')).secret
   const applicationName = `petstore-drain-${schema.schema}`
-  const server = await startServer(t, { DATABASE_URL: schema.url(POSTGRES.port, { application_name: applicationName }), DATABASE_TIMEOUT_MS: '20000' })
+  const server = await startServer(t, { DATABASE_URL: schema.url(undefined, { application_name: applicationName }), DATABASE_TIMEOUT_MS: '20000' })
   t.ok(await connectionsOf(applicationName) > 0, 'the instance holds pooled connections')
 
   // Hold the row, so the PATCH is still in flight when the signal arrives.

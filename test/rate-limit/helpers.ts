@@ -1,56 +1,12 @@
-import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
 import type { Response as InjectResponse } from 'light-my-request'
 import { buildTestApp, tempDir, type Teardown, type TestApp, type TestAppOptions } from '../helpers/app.js'
+import { REDIS_URL, redisPrefix } from '../helpers/redis.js'
 
-/** The machine's shared Redis (`.ci/run` keeps one running). Tests use their own key prefix. */
-export const REDIS_PORT = 6379
-export const REDIS_URL = `redis://127.0.0.1:${REDIS_PORT}`
+export { REDIS, REDIS_SKIP, REDIS_URL, redisAvailable, redisPrefix, redisUrlThrough } from '../helpers/redis.js'
 
 export type StoreKind = 'memory' | 'redis'
 export const storeKinds: readonly StoreKind[] = ['memory', 'redis']
-
-let redisReachable: Promise<boolean> | undefined
-/** Whether the shared Redis answers; the Redis variants are skipped (saying why) when it does not. */
-export function redisAvailable (): Promise<boolean> {
-  redisReachable ??= (async () => {
-    const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null })
-    client.on('error', () => {})
-    try {
-      await client.connect()
-      await client.ping()
-      return true
-    } catch {
-      return false
-    } finally {
-      client.disconnect()
-    }
-  })()
-  return redisReachable
-}
-
-export const REDIS_SKIP = `Redis is not reachable at ${REDIS_URL} (start it, as .ci/run does, to run the shared-store tests)`
-
-/** A random key prefix, whose keys are deleted when the test ends. */
-export function redisPrefix (t: Teardown): string {
-  const prefix = `petstore-test:${randomUUID()}:`
-  t.teardown(async () => {
-    const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 0 })
-    client.on('error', () => {})
-    try {
-      let cursor = '0'
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
-        if (keys.length > 0) await client.del(...keys)
-        cursor = next
-      } while (cursor !== '0')
-    } finally {
-      client.disconnect()
-    }
-  })
-  return prefix
-}
 
 /** A clock the test moves: rate-limit windows and bans follow it, nothing sleeps. */
 export interface TestClock {

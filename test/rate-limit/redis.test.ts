@@ -8,7 +8,7 @@ import t from 'tap'
 import { expectError } from '../helpers/assertions.js'
 import { keepAliveTimers, startTcpProxy } from '../helpers/tcp-proxy.js'
 import {
-  bearer, limitedApp, limitHeaders, listInventory, minuteEnd, pause, REDIS_PORT, REDIS_SKIP, redisAvailable, redisPrefix, seconds,
+  bearer, limitedApp, limitHeaders, listInventory, minuteEnd, pause, REDIS, REDIS_SKIP, redisAvailable, redisPrefix, redisUrlThrough, seconds,
   sharedDatabaseFile, START, testClock
 } from './helpers.js'
 
@@ -76,9 +76,9 @@ t.test('the counts and bans outlive an instance', { skip: !redisUp && REDIS_SKIP
 
 t.test('Redis unreachable: served without limits, one warning per outage, /readyz 503; counting resumes', { skip: !redisUp && REDIS_SKIP }, async (t) => {
   const clock = testClock()
-  const proxy = await startTcpProxy(t, REDIS_PORT)
+  const proxy = await startTcpProxy(t, REDIS.port, REDIS.host)
   const { lines, logger } = logCollector()
-  const api = await limitedApp(t, 'redis', { clock, logger, env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: '200' } })
+  const api = await limitedApp(t, 'redis', { clock, logger, env: { REDIS_URL: redisUrlThrough(proxy.port), REDIS_COMMAND_TIMEOUT_MS: '200' } })
   const auth = bearer(await api.createKey('free'))
   const readyz = () => api.request({ method: 'GET', url: '/readyz' })
 
@@ -124,11 +124,11 @@ async function timed<T> (request: () => Promise<T>): Promise<[T, number]> {
 }
 
 t.test('Redis black-holed (gone without a reset): noticed, served without waiting for it, counting back within 10 s of its return', { skip: !redisUp && REDIS_SKIP }, async (t) => {
-  const proxy = await startTcpProxy(t, REDIS_PORT)
+  const proxy = await startTcpProxy(t, REDIS.port, REDIS.host)
   const { lines, logger } = logCollector()
   // A command time-out far above a request's own time here, so that waiting for Redis shows.
   const commandTimeoutMs = 1000
-  const api = await limitedApp(t, 'redis', { clock: testClock(), logger, env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: String(commandTimeoutMs) } })
+  const api = await limitedApp(t, 'redis', { clock: testClock(), logger, env: { REDIS_URL: redisUrlThrough(proxy.port), REDIS_COMMAND_TIMEOUT_MS: String(commandTimeoutMs) } })
   const auth = bearer(await api.createKey('free'))
   t.equal(limitHeaders(await listInventory(api, auth)).remaining, 59, 'counted before the outage')
   const timers = keepAliveTimers(proxy.port)
@@ -175,10 +175,10 @@ t.test('Redis black-holed (gone without a reset): noticed, served without waitin
 })
 
 t.test('Redis unreachable at start: the service starts, serves and reports not ready', { skip: !redisUp && REDIS_SKIP }, async (t) => {
-  const proxy = await startTcpProxy(t, REDIS_PORT)
+  const proxy = await startTcpProxy(t, REDIS.port, REDIS.host)
   proxy.cut()
   const { lines, logger } = logCollector()
-  const api = await limitedApp(t, 'redis', { clock: testClock(), logger, env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: '100' } })
+  const api = await limitedApp(t, 'redis', { clock: testClock(), logger, env: { REDIS_URL: redisUrlThrough(proxy.port), REDIS_COMMAND_TIMEOUT_MS: '100' } })
   const res = await listInventory(api, bearer(await api.createKey('free')))
   t.equal(res.statusCode, 200, 'served (fail open)')
   t.equal(limitHeaders(res).limit, 60, 'with the Free plan\'s headers')

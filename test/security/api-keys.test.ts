@@ -22,7 +22,7 @@ import { createStore } from '../../src/store/create-store.js'
 import type { Store } from '../../src/store/types.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { migrateDatabase, runCli } from '../helpers/cli.js'
-import { adminQuery, createTestSchema } from '../helpers/postgres.js'
+import { adminQuery, createTestSchema, POSTGRES_SHOWN } from '../helpers/postgres.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
@@ -66,7 +66,7 @@ t.test('SQLite: keys exist only as their SHA-256, in every table and every byte 
   }
 })
 
-const postgresSkip = await adminQuery('SELECT 1').then(() => false, (error: Error) => `PostgreSQL is not reachable on 127.0.0.1:5432 (${error.message})`)
+const postgresSkip = await adminQuery('SELECT 1').then(() => false, (error: Error) => `PostgreSQL is not reachable at ${POSTGRES_SHOWN} (TEST_DATABASE_URL) (${error.message})`)
 
 t.test('PostgreSQL: keys exist only as their SHA-256 in every table of the schema', { skip: postgresSkip }, async (t) => {
   const schema = await createTestSchema(t)

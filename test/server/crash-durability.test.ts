@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap'
 import { join } from 'node:path'
 import { tempDir } from '../helpers/app.js'
-import { adminQuery, createTestSchema } from '../helpers/postgres.js'
+import { adminQuery, createTestSchema, POSTGRES_SHOWN } from '../helpers/postgres.js'
 import { type ServerProcess, startServer } from '../helpers/server-process.js'
 import { keyInDatabase } from '../helpers/keys.js'
 
@@ -120,6 +120,6 @@ async function postgresUnavailable (): Promise<string | undefined> {
     await adminQuery('SELECT 1')
     return undefined
   } catch (error) {
-    return `PostgreSQL is not reachable on 127.0.0.1:5432 (${(error as Error).message})`
+    return `PostgreSQL is not reachable at ${POSTGRES_SHOWN} (TEST_DATABASE_URL) (${(error as Error).message})`
   }
 }

@@ -6,7 +6,8 @@ import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { run } from '../helpers/cli.js'
 import { typescriptArgs } from '../helpers/node-args.js'
-import { REDIS_PORT, REDIS_SKIP, redisAvailable } from '../rate-limit/helpers.js'
+import { databaseUrl } from '../helpers/postgres.js'
+import { REDIS, REDIS_SKIP, redisAvailable, redisUrlWithIndex } from '../helpers/redis.js'
 
 // docs/operations.md (configuration): a start-up failure prints one line saying what failed and what to check, exits 1.
 const startServer = (env: Record<string, string>, timeoutMs = 60_000) =>
@@ -37,7 +38,7 @@ t.test('PostgreSQL does not answer, and the password is not printed', async (t) 
 })
 
 t.test('a PostgreSQL database that does not exist', async (t) => {
-  const res = await startServer({ PORT: '0', DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/petstore_no_such_db' })
+  const res = await startServer({ PORT: '0', DATABASE_URL: databaseUrl('petstore_no_such_db') })
   t.equal(res.code, 1)
   oneLine(t, res.stderr, /^Pet Store API could not start: PostgreSQL: database "petstore_no_such_db" does not exist .*createdb petstore_no_such_db/)
 })
@@ -51,7 +52,8 @@ t.test('an SQLite path that cannot be a database', async (t) => {
 
 t.test('a REDIS_URL whose database cannot be selected', { skip: !await redisAvailable() && REDIS_SKIP }, async (t) => {
   // The shared Redis has 16 databases (0 to 15): SELECT 99 is refused.
-  const res = await startServer({ PORT: '0', DATABASE_URL: `sqlite:${join(tempDir(t), 'r.db')}`, REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}/99` }, 20_000)
+  const res = await startServer({ PORT: '0', DATABASE_URL: `sqlite:${join(tempDir(t), 'r.db')}`, REDIS_URL: redisUrlWithIndex(99) }, 20_000)
   t.equal(res.code, 1)
-  oneLine(t, res.stderr, /^Pet Store API could not start: .*REDIS_URL=redis:\/\/127\.0\.0\.1:6379\/99.*database 99/)
+  const address = `${REDIS.host}:${REDIS.port}/99`.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  oneLine(t, res.stderr, new RegExp(`^Pet Store API could not start: .*REDIS_URL=rediss?://(?:[^@]*@)?${address}.*database 99`))
 })
