@@ -169,13 +169,15 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
   let queueRead: Promise<{ count: number, oldest: string | null }> | undefined
   // Both gauges come from one read of the queue per scrape.
   const queue = () => (queueRead ??= (readQueue?.() ?? Promise.resolve({ count: 0, oldest: null })).finally(() => { setImmediate(() => { queueRead = undefined }) }))
-  new Gauge({ // eslint-disable-line no-new -- registered with the registry, which keeps it
+  // Registered with the registry, which keeps it.
+  new Gauge({
     name: 'webhook_events_pending',
     help: 'Webhook deliveries not yet made (each an event for one endpoint)',
     registers: [registry],
     async collect () { this.set((await queue()).count) }
   })
-  new Gauge({ // eslint-disable-line no-new -- registered with the registry, which keeps it
+  // Registered with the registry, which keeps it.
+  new Gauge({
     name: 'webhook_oldest_pending_event_age_seconds',
     help: 'Age of the oldest event with a delivery not yet made; 0 when none',
     registers: [registry],
