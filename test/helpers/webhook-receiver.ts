@@ -14,9 +14,9 @@ export type Answer = { status?: number, delayMs?: number, body?: string | Buffer
 
 /**
  * A webhook receiver on loopback, as a partner runs one: it keeps every request it gets, and
- * answers as `answer` says (by default 200 at once).
+ * answers as `answer` says (by default 200 at once). `port`: a given one (a receiver back where it was).
  */
-export async function startReceiver (t: Teardown, answer: (request: Received, index: number) => Answer = () => ({})) {
+export async function startReceiver (t: Teardown, answer: (request: Received, index: number) => Answer = () => ({}), port = 0) {
   const received: Received[] = []
   const waiters: { count: number, resolve: () => void }[] = []
   let respond = answer
@@ -37,15 +37,15 @@ export async function startReceiver (t: Teardown, answer: (request: Received, in
       setTimeout(() => { response.writeHead(status, headers).end(body) }, delayMs)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => {
     server.closeAllConnections()
     server.close(() => resolve())
   }))
-  const { port } = server.address() as AddressInfo
+  const address = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}/events`,
-    port,
+    url: `http://127.0.0.1:${address.port}/events`,
+    port: address.port,
     received,
     /** Changes how the next requests are answered. */
     answer (next: typeof answer) { respond = next },

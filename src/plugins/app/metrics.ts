@@ -166,24 +166,29 @@ async function metrics (app: FastifyInstance, options: MetricsOptions) {
     registers: [registry]
   })
   let readQueue: (() => Promise<{ count: number, oldest: string | null }>) | undefined
-  let queueRead: Promise<{ count: number, oldest: string | null }> | undefined
-  // Both gauges come from one read of the queue per scrape.
-  const queue = () => (queueRead ??= (readQueue?.() ?? Promise.resolve({ count: 0, oldest: null })).finally(() => { setImmediate(() => { queueRead = undefined }) }))
-  // Registered with the registry, which keeps it.
+  let queueRead: Promise<{ count: number, oldest: string | null } | undefined> | undefined
+  // Both gauges come from one read of the queue per scrape. While the storage is down they keep
+  // their last values: the scrape itself still answers (the outage has its own metric).
+  const queue = () => (queueRead ??= (readQueue?.() ?? Promise.resolve({ count: 0, oldest: null }))
+    .catch(() => undefined)
+    .finally(() => { setImmediate(() => { queueRead = undefined }) }))
+  // Registered with the registry, which keeps them.
   new Gauge({
     name: 'webhook_events_pending',
     help: 'Webhook deliveries not yet made (each an event for one endpoint)',
     registers: [registry],
-    async collect () { this.set((await queue()).count) }
+    async collect () {
+      const read = await queue()
+      if (read !== undefined) this.set(read.count)
+    }
   })
-  // Registered with the registry, which keeps it.
   new Gauge({
     name: 'webhook_oldest_pending_event_age_seconds',
     help: 'Age of the oldest event with a delivery not yet made; 0 when none',
     registers: [registry],
     async collect () {
-      const { oldest } = await queue()
-      this.set(oldest === null ? 0 : Math.max(0, (Date.now() - Date.parse(oldest)) / 1000))
+      const read = await queue()
+      if (read !== undefined) this.set(read.oldest === null ? 0 : Math.max(0, (Date.now() - Date.parse(read.oldest)) / 1000))
     }
   })
 
