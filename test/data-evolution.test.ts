@@ -3,6 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import t from 'tap'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
+import { openapiPath } from '../src/contract/paths.js'
 import { issueApiKey } from '../src/repositories/api-keys.js'
 import { createPostgresStore } from '../src/store/postgres/index.js'
 import { tempDir } from './helpers/app.js'
@@ -15,7 +16,8 @@ import { type ServerProcess, startServer } from './helpers/server-process.js'
 // Issue 20, "Proof": on a copy of the project, a write operation backed by a new table is added
 // the way docs/changing-the-api.md ("Adding data") says: the operations in openapi.yaml,
 // generate, a migration per engine, the table in src/store/schema.ts, one repository written
-// once, decorated, two handlers. No cache, batching, invalidation or change-trigger code is
+// once, decorated, three handlers (one a paged list, with the API's one cursor and header components:
+// issue 40). No cache, batching, invalidation or change-trigger code is
 // touched. Then: the copy type-checks; the operations answer through HTTP on SQLite and on
 // PostgreSQL; and the coherence run (test/repositories/coherence.ts), with the new write among
 // its random operations, finds every cache of two instances sharing a database agreeing with a
@@ -93,6 +95,20 @@ const fixtureFiles = async () => {
     properties: { id, petId: id, quantity: { type: 'integer', format: 'int32', minimum: 0, maximum: 1000, description: 'Units taken out of the stock' } }
   }
   spec.paths['/zz-fixture/holds'] = {
+    // A paged list, declared as every list of the API is (openapi.yaml, "Paging"): the shared
+    // PageLimit and PageCursor parameters, the NextLink header and PageBadRequest; nothing new.
+    get: {
+      operationId: 'fixtureListHolds',
+      tags: ['Inventory'],
+      summary: 'List holds',
+      description: 'Every hold, ordered by `id`, one page at a time (see *Paging* in the introduction).',
+      parameters: [{ $ref: '#/components/parameters/RequestId' }, { $ref: '#/components/parameters/PageLimit' }, { $ref: '#/components/parameters/PageCursor' }],
+      responses: {
+        200: { description: 'A page of holds', headers: { ...headers, Link: { $ref: '#/components/headers/NextLink' } }, content: json({ type: 'array', maxItems: 100, items: { $ref: '#/components/schemas/ZzFixtureHold' } }) },
+        ...everyOperation,
+        400: ref('PageBadRequest')
+      }
+    },
     post: {
       operationId: 'fixturePlaceHold',
       tags: ['Inventory'],
@@ -132,7 +148,7 @@ export interface ZzFixtureHoldsTable {
 `)
 
   write('src/repositories/zz-fixture-holds.ts', `import { statement, type Arg } from '../store/query.js'
-import { first, lockRow, run, type DataAccess, type Work } from '../store/work.js'
+import { all, first, lockRow, run, type DataAccess, type Work } from '../store/work.js'
 
 export interface Hold {
   id: number
@@ -145,6 +161,8 @@ export interface HoldsRepository {
   /** Takes up to \`quantity\` units out of the pet's stock and records them; undefined without an inventory entry. */
   place (petId: number, quantity: number): Promise<Hold | undefined>
   get (id: number): Promise<Hold | undefined>
+  /** Up to \`limit\` holds after \`afterId\`, in id order, and whether more follow. */
+  page (afterId: number | undefined, limit: number): Promise<{ holds: Hold[], more: boolean }>
 }
 
 const holdColumns = ['id', 'pet_id as petId', 'quantity'] as const
@@ -157,7 +175,9 @@ const q = {
   insert: statement('holds.insert', (db, arg: Arg<{ petId: number, quantity: number }>) => db
     .insertInto('zz_fixture_holds').values({ pet_id: arg('petId'), quantity: arg('quantity') }).returning(holdColumns)),
   byId: statement('holds.byId', (db, arg: Arg<{ id: number }>) => db
-    .selectFrom('zz_fixture_holds').select(holdColumns).where('id', '=', arg('id')))
+    .selectFrom('zz_fixture_holds').select(holdColumns).where('id', '=', arg('id'))),
+  page: statement('holds.page', (db, arg: Arg<{ afterId: number, limit: number }>) => db
+    .selectFrom('zz_fixture_holds').select(holdColumns).where('id', '>', arg('afterId')).orderBy('id').limit(arg('limit')))
 }
 
 function * place (petId: number, quantity: number): Work<Hold | undefined> {
@@ -174,7 +194,11 @@ function * place (petId: number, quantity: number): Work<Hold | undefined> {
 export function holdsRepository (data: DataAccess): HoldsRepository {
   return {
     place: (petId, quantity) => data.write(() => place(petId, quantity)),
-    get: (id) => data.read(() => first(q.byId, { id }))
+    get: (id) => data.read(() => first(q.byId, { id })),
+    page: (afterId, limit) => data.read(function * () {
+      const rows = yield * all(q.page, { afterId: afterId ?? 0, limit: limit + 1 })
+      return { holds: rows.slice(0, limit), more: rows.length > limit }
+    })
   }
 }
 `)
@@ -193,6 +217,19 @@ export const fixturePlaceHold: OperationHandler<'fixturePlaceHold'> = async (req
   const hold = await request.server.holdsRepository.place(petId, quantity)
   if (hold === undefined) throw notFound(\`no inventory entry for pet \${petId}\`)
   return reply.code(201).send(hold)
+}
+`)
+  write('handlers/fixtureListHolds.ts', `import { nextPageLink } from '../src/contract/paging.js'
+import type { OperationHandler } from '../src/contract/operation-types.js'
+
+/** GET /v1/zz-fixture/holds: one page of holds, with a \`Link\` to the next while more follow. */
+export const fixtureListHolds: OperationHandler<'fixtureListHolds'> = async (request, reply) => {
+  const { limit = 100, cursor } = request.query
+  const { paging } = request.server
+  const page = await request.server.holdsRepository.page(paging.after('holds', {}, cursor), limit)
+  const last = page.holds.at(-1)
+  if (page.more && last !== undefined) reply.header('link', nextPageLink('/v1/zz-fixture/holds', { limit }, paging.cursor('holds', {}, last.id)))
+  return page.holds
 }
 `)
   write('handlers/fixtureGetHold.ts', `import { notFound } from '../src/contract/errors.js'
@@ -230,11 +267,16 @@ t.test('a write backed by a new table, added with no change to caches or batchin
   const touched = [...after.keys()].filter((file) => before.get(file) !== after.get(file)).sort()
   t.comment(`files the fixture touched:\n${touched.map((file) => `  ${before.has(file) ? 'M' : 'A'} ${file}`).join('\n')}`)
   t.same(touched, [
-    'handlers/fixtureGetHold.ts', 'handlers/fixturePlaceHold.ts', 'handlers/index.ts', 'openapi.yaml',
+    'handlers/fixtureGetHold.ts', 'handlers/fixtureListHolds.ts', 'handlers/fixturePlaceHold.ts', 'handlers/index.ts', 'openapi.yaml',
     'src/generated/openapi.ts', 'src/plugins/app/repositories.ts', 'src/repositories/zz-fixture-holds.ts',
     migrations.postgres, 'src/store/schema.ts', migrations.sqlite,
     'test/repositories/zz-fixture-holds-coherence.test.ts'
   ].sort(), 'the files of "Adding data", and no others')
+  const components = (file: string) => { const { schemas, ...shared } = (parseYaml(file) as Json).components as Json; return { shared, schemas: Object.keys(schemas as Json) } }
+  const [original, edited] = [components(readFileSync(openapiPath, 'utf8')), components(read('openapi.yaml'))]
+  t.same(edited.shared, original.shared, 'the paged list needs no new parameter, header or response component')
+  t.same(edited.schemas.filter((name) => !original.schemas.includes(name)), ['ZzFixtureHoldRequest', 'ZzFixtureHold'], 'only the fixture\'s own schemas are added')
+  t.same(touched.filter((file) => file.startsWith('src/contract/')), [], 'no paging code is added or changed')
   t.same(touched.filter((file) => file.startsWith('src/store/') && file !== 'src/store/schema.ts' && !file.endsWith('.sql')), [],
     'no code of the store (caches, group commit, change feed, work runners) is touched')
 
@@ -279,6 +321,19 @@ t.test('a write backed by a new table, added with no change to caches or batchin
     t.match(second, { status: 201, body: { petId: 1, quantity: 1 } }, `${engine}: a hold takes what is left`)
     t.same(await entry(1), { petId: 1, quantity: 0, status: 'sold' }, `${engine}: the list follows`)
     t.equal((await call('GET', '/pets/1')).body?.status, 'sold', `${engine}: and so does the cached pet`)
+
+    // The paged list: the first page links to the next, whose cursor the list signed; the last has no link.
+    const pageOne = await fetch(`${server.baseUrl}/v1/zz-fixture/holds?limit=1`, { headers: { authorization: `Bearer ${key}` } })
+    t.same(await pageOne.json(), [first.body], `${engine}: the first page of holds`)
+    const next = /^<(\/v1\/zz-fixture\/holds\?limit=1&cursor=[A-Za-z0-9_-]{34})>; rel="next"$/.exec(pageOne.headers.get('link') ?? '')
+    t.ok(next, `${engine}: a Link to the next page, with the shared cursor (${pageOne.headers.get('link')})`)
+    const pageTwo = await fetch(`${server.baseUrl}${next?.[1] ?? ''}`, { headers: { authorization: `Bearer ${key}` } })
+    t.same(await pageTwo.json(), [second.body], `${engine}: the second page`)
+    t.equal(pageTwo.headers.get('link'), null, `${engine}: the last page links nowhere`)
+    const cursor = new URL(next?.[1] ?? '/', server.baseUrl).searchParams.get('cursor') ?? ''
+    const forged = cursor.slice(0, -2) + (cursor.endsWith('AA') ? 'AQ' : 'AA')
+    t.match(await call('GET', `/zz-fixture/holds?cursor=${forged}`), { status: 400, body: { code: 'invalid_request', message: /cursor/ } }, `${engine}: an edited cursor is refused`)
+    t.match(await call('GET', '/zz-fixture/holds?limit=101'), { status: 400, body: { code: 'invalid_request' } }, `${engine}: a limit past 100 is refused`)
 
     t.same(await call('POST', '/zz-fixture/holds', { petId: 999999, quantity: 1 }),
       { status: 404, body: { code: 'not_found', message: 'no inventory entry for pet 999999', status: 404 } }, `${engine}: a pet without inventory entry`)
