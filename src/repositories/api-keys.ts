@@ -4,6 +4,7 @@ import type { MaybePromise } from '../maybe-promise.js'
 import { statement, type Arg } from '../store/query.js'
 import type { ApiKeyRecord, NewApiKey, Store } from '../store/types.js'
 import { all, first, run, type ReadWork } from '../store/work.js'
+import { dropRevokedKeyDeliveries } from './webhook-deliveries.js'
 
 // API keys: what a key is (a secret shown once, kept only as its SHA-256), the repository the
 // service finds keys through, and the issuing of a key (the keys command, the demo key).
@@ -101,6 +102,7 @@ export function apiKeysRepository (store: Store): ApiKeysRepository {
     list: () => store.read(function * () { return (yield * all(q.list, {})).map(toKeyRecord) }),
     revoke: (id) => store.write(function * () {
       yield * run(q.revoke, { id, at: new Date().toISOString() })
+      yield * run(dropRevokedKeyDeliveries, { apiKeyId: id })
       const row = yield * first(q.byId, { id })
       return row && toKeyRecord(row)
     }),

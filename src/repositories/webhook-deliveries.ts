@@ -42,6 +42,16 @@ export const dropPendingDeliveries = statement('webhookDeliveries.dropPending', 
     .where('endpoint_id', '=', arg('endpointId')).where('state', '=', 'pending')
     .where((eb) => eb.exists(eb.selectFrom('webhook_endpoints as e').select('e.id').where('e.id', '=', arg('endpointId')).where('e.enabled', '=', false))))
 
+/**
+ * A revoked key's endpoints get nothing more: what was still to be sent to them is dropped with
+ * the revocation (a key revoked because it leaked may have registered the endpoint).
+ */
+export const dropRevokedKeyDeliveries = statement('webhookDeliveries.dropRevokedKey', (db, arg: Arg<{ apiKeyId: string }>) => db
+  .updateTable('webhook_deliveries').set({ state: 'failed', next_attempt_at: null, lease_until: null, leased_by: null })
+  .where('state', '=', 'pending')
+  .where('endpoint_id', 'in', (eb) => eb.selectFrom('webhook_endpoints as e').innerJoin('api_keys as k', 'k.id', 'e.api_key_id').select('e.id')
+    .where('e.api_key_id', '=', arg('apiKeyId')).where('k.revoked_at', 'is not', null)))
+
 const q = {
   // Due, pending deliveries to enabled endpoints that no instance holds (or whose holder's lease
   // has run out), taken for `until`. PostgreSQL skips the rows another instance is taking at this

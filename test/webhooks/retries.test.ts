@@ -3,6 +3,8 @@ import { buildTestApp } from '../helpers/app.js'
 import { startReceiver, verifiedBy } from '../helpers/webhook-receiver.js'
 import { statement, type Arg } from '../../src/store/query.js'
 import { first, run } from '../../src/store/work.js'
+import { hashApiKey } from '../../src/repositories/api-keys.js'
+import { deliveryQueue } from '../../src/repositories/webhook-deliveries.js'
 
 // How deliveries behave when the receiver does not simply answer 200: failed attempts are tried
 // again on the schedule with the same webhook-id, a redirect is not followed, a receiver that was
@@ -130,4 +132,18 @@ t.test('an event no endpoint wants is not recorded; an endpoint gets no event re
   await new Promise((resolve) => setTimeout(resolve, 300))
   t.equal(received.length, 1, 'only the change made after it subscribed')
   t.equal((JSON.parse(received[0]!.body) as { data: { quantity: number } }).data.quantity, 81)
+})
+
+t.test('revoking a key drops what was still to be sent to its endpoints', async (t) => {
+  const { api, headers, subscribe, patch, log } = await setup(t)
+  const receiver = await startReceiver(t, () => ({ status: 503 }))
+  const endpoint = await subscribe(receiver.url)
+  await patch(1, 91)
+  await receiver.until(1)
+  t.equal((await log(endpoint.id, (e) => e.length === 1))[0]?.nextAttemptAt === null, false, 'the first attempt failed and has a retry due')
+  const key = await api.app.apiKeysRepository.findActive(hashApiKey(headers.authorization.slice('Bearer '.length)))
+  t.ok(key !== undefined && await api.app.apiKeysRepository.revoke(key.id), 'the key is revoked')
+  t.same(await deliveryQueue(api.store).pending(), { count: 0, oldest: null }, 'nothing of its endpoints is pending')
+  await new Promise((resolve) => setTimeout(resolve, 700))
+  t.equal(receiver.received.length, 1, 'and no retry is sent')
 })
