@@ -710,7 +710,7 @@ export interface components {
              * @description The receiver's HTTP status; `null` when it gave none
              */
             statusCode: number | null;
-            /** @description Why the attempt failed without a status (`timeout`, `connection_refused`, `address_not_allowed`, `invalid_payload`, `network_error`) or with one (`status_code`); `null` when delivered */
+            /** @description Why the attempt failed without a status (`timeout`, `connection_refused`, `address_not_allowed`, `invalid_payload`, `network_error`, `service_error`: the service could not make the attempt, its log says why) or with one (`status_code`); `null` when delivered */
             error: string | null;
             /** Format: int32 */
             durationMs: number;

@@ -4,7 +4,7 @@ import type { components } from '../generated/openapi.js'
 import { statement, type Arg } from '../store/query.js'
 import type { Store } from '../store/types.js'
 import { all, first, lockRow, run, type DataAccess, type ReadWork, type Work } from '../store/work.js'
-import type { SecretBox } from '../webhooks/secrets.js'
+import { SEALED_PREFIX, type SecretBox } from '../webhooks/secrets.js'
 import { dropPendingDeliveries } from './webhook-deliveries.js'
 
 export type WebhookEventType = components['schemas']['WebhookEventType']
@@ -55,6 +55,9 @@ function toEndpoint (row: EndpointRow): WebhookEndpoint {
 const wordOf = (text: string) => `% ${text} %`
 
 const q = {
+  // One sealed secret, if any: the one a wrong WEBHOOK_ENCRYPTION_KEY would fail to open.
+  aSecret: statement('webhooks.aSealedSecret', (db) => db
+    .selectFrom('webhook_endpoints').select('secret').where('secret', 'like', `${SEALED_PREFIX}%`).limit(1)),
   // What the enabled endpoints of active keys subscribe to, with their keys' scopes.
   subscriptions: statement('webhooks.subscriptions', (db) => db
     .selectFrom('webhook_endpoints as e').innerJoin('api_keys as k', 'k.id', 'e.api_key_id').select(['e.events', 'k.scopes']).distinct()
@@ -170,6 +173,8 @@ export interface WebhooksRepository {
   attempts (apiKeyId: string, id: number, beforeId: number | undefined, limit: number): Promise<{ attempts: WebhookDelivery[], more: boolean } | undefined>
   /** Removes the delivery log older than DELIVERY_LOG_MS (pending deliveries stay); the attempts removed. */
   sweep (now: number): Promise<number>
+  /** Throws unless the secrets box opens a stored secret (one is tried): WEBHOOK_ENCRYPTION_KEY is the key they were sealed with. */
+  checkSecretsOpen (): Promise<void>
 }
 
 export function webhooksRepository (store: Store, box: SecretBox, now: () => number): WebhooksRepository {
@@ -226,6 +231,18 @@ export function webhooksRepository (store: Store, box: SecretBox, now: () => num
       yield * lockRow('api_keys', apiKeyId)
       return (yield * run(q.remove, { apiKeyId, id })) > 0
     }),
+
+    checkSecretsOpen: async () => {
+      const stored = await data.read(() => first(q.aSecret, {}))
+      if (stored === undefined) return
+      try {
+        box.open(stored.secret)
+      } catch {
+        throw new Error(box.encrypting
+          ? 'WEBHOOK_ENCRYPTION_KEY does not open the webhook secrets stored in the database: set the key they were sealed with'
+          : 'webhook secrets are stored encrypted and WEBHOOK_ENCRYPTION_KEY is not set: set the key they were sealed with')
+      }
+    },
 
     rotate: (apiKeyId, id, secret) => data.write(function * () {
       yield * lockRow('api_keys', apiKeyId)

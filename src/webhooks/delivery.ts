@@ -147,13 +147,27 @@ export class DeliveryWorker {
     const { options } = this
     const startedAt = options.now()
     let outcome: AttemptOutcome
-    const problem = options.events.problem(delivery.type, JSON.parse(delivery.payload))
+    let problem: string | undefined
+    try {
+      problem = options.events.problem(delivery.type, JSON.parse(delivery.payload))
+    } catch {
+      problem = 'the stored body is not JSON'
+    }
     if (problem !== undefined) {
       options.log.error({ eventId: delivery.eventId, type: delivery.type, problem }, 'a webhook event does not match its schema in openapi.yaml: not sent (a bug)')
       options.metrics?.webhookAttempt('invalid_payload')
       outcome = { delivered: false, statusCode: null, error: 'invalid_payload', durationMs: 0, responseBody: null, nextAttemptAt: null }
     } else {
-      outcome = this.next(delivery, await this.send(delivery, startedAt), startedAt)
+      let sent: Omit<AttemptOutcome, 'nextAttemptAt'>
+      try {
+        sent = await this.send(delivery, startedAt)
+      } catch (error) {
+        // The service could not make the attempt (a secret it cannot open, say): logged, tried
+        // again on the schedule. Left to reject, it would end the process, and every restart again.
+        options.log.error({ err: error, eventId: delivery.eventId }, 'a webhook attempt could not be made')
+        sent = { delivered: false, statusCode: null, error: 'service_error', durationMs: Math.max(0, options.now() - startedAt), responseBody: null }
+      }
+      outcome = this.next(delivery, sent, startedAt)
       options.metrics?.webhookAttempt(outcome.delivered ? 'delivered' : outcome.nextAttemptAt === null ? 'gave_up' : 'failed_attempt')
     }
     if (this.closing) return

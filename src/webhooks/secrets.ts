@@ -1,6 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 
-const SEALED = 'enc:v1:'
+/** What a sealed secret starts with. */
+export const SEALED_PREFIX = 'enc:v1:'
+const SEALED = SEALED_PREFIX
 
 /**
  * How endpoint secrets are stored. With WEBHOOK_ENCRYPTION_KEY (32 bytes), sealed with AES-256-GCM

@@ -1,10 +1,16 @@
+import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:net'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import t from 'tap'
 import { projectRoot } from '../../src/contract/paths.js'
+import { issueApiKey } from '../../src/repositories/api-keys.js'
+import { webhooksRepository } from '../../src/repositories/webhooks.js'
+import { createStore } from '../../src/store/create-store.js'
+import { SecretBox } from '../../src/webhooks/secrets.js'
+import { newSecret } from '../../src/webhooks/signing.js'
 import { tempDir } from '../helpers/app.js'
-import { run } from '../helpers/cli.js'
+import { migrateDatabase, run } from '../helpers/cli.js'
 import { typescriptArgs } from '../helpers/node-args.js'
 import { databaseUrl } from '../helpers/postgres.js'
 import { REDIS, REDIS_SKIP, redisAvailable, redisUrlWithIndex } from '../helpers/redis.js'
@@ -56,4 +62,21 @@ t.test('a REDIS_URL whose database cannot be selected', { skip: !await redisAvai
   t.equal(res.code, 1)
   const address = `${REDIS.host}:${REDIS.port}/99`.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   oneLine(t, res.stderr, new RegExp(`^Pet Store API could not start: .*REDIS_URL=rediss?://(?:[^@]*@)?${address}.*database 99`))
+})
+
+t.test('webhook secrets stored encrypted, and a WEBHOOK_ENCRYPTION_KEY that cannot open them', async (t) => {
+  const databaseUrl = `sqlite:${join(tempDir(t), 'w.db')}`
+  await migrateDatabase(databaseUrl)
+  const sealingKey = randomBytes(32)
+  const store = await createStore(databaseUrl)
+  const key = await issueApiKey(store, { name: 'partner', plan: 'free', scopes: ['webhooks', 'inventory:read'] })
+  await webhooksRepository(store, new SecretBox(sealingKey), Date.now).create(key.record.id, { url: 'https://hooks.example.com/in', events: ['inventory.updated'] }, newSecret())
+  await store.close()
+
+  const wrongKey = await startServer({ PORT: '0', DATABASE_URL: databaseUrl, WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('base64') })
+  t.equal(wrongKey.code, 1)
+  oneLine(t, wrongKey.stderr, /^Pet Store API could not start: WEBHOOK_ENCRYPTION_KEY does not open the webhook secrets stored in the database: set the key they were sealed with$/)
+  const noKey = await startServer({ PORT: '0', DATABASE_URL: databaseUrl })
+  t.equal(noKey.code, 1)
+  oneLine(t, noKey.stderr, /^Pet Store API could not start: webhook secrets are stored encrypted and WEBHOOK_ENCRYPTION_KEY is not set: set the key they were sealed with$/)
 })

@@ -2,7 +2,7 @@ import t from 'tap'
 import { buildTestApp } from '../helpers/app.js'
 import { startReceiver, verifiedBy } from '../helpers/webhook-receiver.js'
 import { statement, type Arg } from '../../src/store/query.js'
-import { first, run } from '../../src/store/work.js'
+import { first, lockRow, run } from '../../src/store/work.js'
 import { hashApiKey } from '../../src/repositories/api-keys.js'
 import { deliveryQueue } from '../../src/repositories/webhook-deliveries.js'
 
@@ -146,4 +146,24 @@ t.test('revoking a key drops what was still to be sent to its endpoints', async 
   t.same(await deliveryQueue(api.store).pending(), { count: 0, oldest: null }, 'nothing of its endpoints is pending')
   await new Promise((resolve) => setTimeout(resolve, 700))
   t.equal(receiver.received.length, 1, 'and no retry is sent')
+})
+
+t.test('an attempt the service cannot make (a secret it cannot open) is a failed attempt, logged, never a crash', async (t) => {
+  const { api, headers, subscribe, patch, log } = await setup(t)
+  const receiver = await startReceiver(t)
+  const endpoint = await subscribe(receiver.url)
+  const key = await api.app.apiKeysRepository.findActive(hashApiKey(headers.authorization.slice('Bearer '.length)))
+  // The secret as a wrong WEBHOOK_ENCRYPTION_KEY would leave it, after the start-up check.
+  const sealSecret = statement('test.sealSecret', (db, arg: Arg<{ id: number }>) => db
+    .updateTable('webhook_endpoints').set({ secret: 'enc:v1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }).where('id', '=', arg('id')))
+  await api.store.write(function * () {
+    yield * lockRow('api_keys', key!.id)
+    return yield * run(sealSecret, { id: endpoint.id })
+  })
+  await patch(1, 95)
+  const entries = await log(endpoint.id, (e) => e.length >= 2)
+  t.match(entries.at(-1), { attempt: 1, statusCode: null, error: 'service_error' }, 'failed with service_error')
+  t.ok(entries.at(-1)?.nextAttemptAt !== null, 'and tried again on the schedule')
+  t.equal(receiver.received.length, 0, 'nothing unsigned was sent')
+  t.match(await api.app.metrics!.registry.metrics(), /webhook_deliveries_total\{outcome="failed_attempt"\} [1-9]/, 'counted as a failed attempt')
 })

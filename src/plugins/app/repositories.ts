@@ -33,6 +33,9 @@ async function repositories (app: FastifyInstance, options: RepositoriesOptions)
   const box = new SecretBox(options.webhookEncryptionKey)
   if (!box.encrypting) app.log.warn('WEBHOOK_ENCRYPTION_KEY is not set: webhook signing secrets are stored as they are (docs/operations.md, "Webhooks")')
   const webhooks = webhooksRepository(store, box, options.now)
+  // A key that cannot open the stored secrets stops the start (one line, exit 1), rather than
+  // failing every delivery.
+  await webhooks.checkSecretsOpen()
   app.decorate('apiKeysRepository', apiKeysRepository(store))
   app.decorate('inventoryRepository', inventoryRepository(store, events.scopes, options.now))
   app.decorate('petsRepository', petsRepository(store))
