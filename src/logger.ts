@@ -10,10 +10,10 @@ import { requestAddress } from './rate-limit/client-address.js'
 export type LoggerOptions = FastifyLoggerOptions & Pick<PinoOptions, 'redact' | 'hooks'>
 
 const REDACTED = '[redacted]'
-// API keys (psk_…, also percent-encoded, as in a query string: psk%5F…), and whatever follows
-// Bearer or a credential-named query parameter. Written to run on JSON text too: a match never
-// takes a quote or a backslash.
-const KEY_MATERIAL = /((?:p|%70)(?:s|%73)(?:k|%6b)(?:_|%5f))(?:[\w-]|%[0-9a-f]{2})+|(\bbearer\s+)[^\s,;"'\\]+|(\b(?:access(?:_|%5f)token|api(?:_|%5f)?key|token|key)=)[^&#\s"\\]*/gi
+// API keys (psk_…, also percent-encoded, as in a query string: psk%5F…), webhook signing secrets
+// (whsec_…), and whatever follows Bearer or a credential-named query parameter. Written to run on
+// JSON text too: a match never takes a quote or a backslash.
+const KEY_MATERIAL = /((?:p|%70)(?:s|%73)(?:k|%6b)(?:_|%5f)|whsec_)(?:[\w+/=-]|%[0-9a-f]{2})+|(\bbearer\s+)[^\s,;"'\\]+|(\b(?:access(?:_|%5f)token|api(?:_|%5f)?key|token|key)=)[^&#\s"\\]*/gi
 
 /** The text with anything that could be an API key replaced; `keep` (the demo key of the start-up line) is left. */
 export function maskKeys (text: string, keep?: string): string {
@@ -28,7 +28,7 @@ export const holdsKeyMaterial = (text: string): boolean => maskKeys(text) !== te
 const DEMO_KEY = /"demoApiKey":"(psk_[\w-]+)"/
 
 /** Where KEY_MATERIAL could match at all; most lines hold none of these, and skip it (0.6 µs a line). */
-const MAYBE_KEY = /ps|%|=|bearer/i
+const MAYBE_KEY = /ps|%|=|bearer|whsec/i
 
 /**
  * A line as written, with every API key and every credential in an address masked, wherever it

@@ -6,7 +6,7 @@
  *
  * Works on the server's DATABASE_URL, also while the server runs: a revoked key, or a key's new
  * scopes, take effect on its next request (SQLite), or on every instance once PostgreSQL's
- * notification of the change reaches it (docs/operations.md, "API keys while the server runs").
+ * notification of the change reaches it (docs/administration.md, "API keys while the server runs").
  * It never creates that database (see openStore).
  *
  * runKeys runs one command on the arguments, environment and streams it is given; keys.ts is

@@ -86,11 +86,6 @@ export class DeliveryWorker {
     this.loop = this.run()
   }
 
-  /** Looks for due deliveries now (after a commit that recorded events, say) instead of at the next poll. */
-  kick (): void {
-    this.wake?.()
-  }
-
   /**
    * Stops taking deliveries and cuts the attempts under way short, without settling them: each
    * keeps its lease until it runs out, then any instance makes it again (at least once), so a
@@ -130,7 +125,7 @@ export class DeliveryWorker {
         })
         this.inFlight.add(attempt)
       }
-      // A full batch: more may be due at once. Otherwise wait for the poll, a kick or a free slot.
+      // A full batch: more may be due at once. Otherwise wait for the poll or a free slot.
       if (claimed.length === room && room > 0) continue
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.pollMs)

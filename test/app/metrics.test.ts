@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (docs/operations.md, Metrics) on their own listener: scraped over real sockets, since
+ * Prometheus metrics (docs/monitoring.md, Metrics) on their own listener: scraped over real sockets, since
  * inject cannot reach a second listener. Each request kind moves its own series.
  */
 import { createServer } from 'node:net'

@@ -41,7 +41,7 @@ async function createKeysWithCli (databaseUrl: string): Promise<Created[]> {
 t.test('SQLite: keys exist only as their SHA-256, in every table and every byte of the database files', async (t) => {
   const dir = tempDir(t)
   const databaseUrl = `sqlite:${join(dir, 'keys.db')}`
-  await migrateDatabase(databaseUrl) // keys never creates a database (docs/operations.md)
+  await migrateDatabase(databaseUrl) // keys never creates a database (docs/administration.md)
   const keys = await createKeysWithCli(databaseUrl)
 
   // Every row of every table, read straight from the file (not through the Store interface).

@@ -88,6 +88,10 @@ t.test('key material is masked wherever a client puts it: any header, a percent-
   t.notMatch(last, /s3cret/, 'credentials in an address are masked in messages and errors (stacks included)')
   t.match(last, 'redis://***@cache.internal:6379/2')
   t.match(last, 'postgres://app:***@db.internal/petstore')
+
+  // A webhook signing secret, were code to log one.
+  server.log.info({ endpoint: { secret: 'whsec_c2VjcmV0LXNpZ25pbmcta2V5LWJ5dGVz' }, note: 'secret whsec_c2VjcmV0LXNpZ25pbmcta2V5LWJ5dGVz' }, 'created')
+  t.notMatch(lines.at(-1)!, /c2VjcmV0/, 'a webhook secret is masked in any field')
 })
 
 t.test('maskKeys: keys, Bearer credentials and credential parameters; other text untouched', async (t) => {
@@ -96,5 +100,6 @@ t.test('maskKeys: keys, Bearer credentials and credential parameters; other text
   t.equal(maskKeys('Authorization: Bearer abc.def'), 'Authorization: Bearer [redacted]')
   t.equal(maskKeys('/v1?token=abc&api_key=def&apikey=g&access_token=h#f'), '/v1?token=[redacted]&api_key=[redacted]&apikey=[redacted]&access_token=[redacted]#f')
   t.equal(maskKeys('monkey=banana'), 'monkey=banana', 'a word ending in key is not a key parameter')
+  t.equal(maskKeys('rotated: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw+/1='), 'rotated: whsec_[redacted]', 'a webhook signing secret (base64)')
   t.equal(maskKeys('/v1?x=psk%5FAbC%2D9&y=%70sk%5fZ'), '/v1?x=psk%5F[redacted]&y=%70sk%5f[redacted]', 'percent-encoded, any letter of the prefix')
 })

@@ -115,7 +115,7 @@ function metricsListener (registry: Registry, onError: (error: unknown) => void)
 }
 
 /**
- * Prometheus metrics (docs/operations.md, Metrics), kept only with METRICS_PORT: without it `app.metrics` is
+ * Prometheus metrics (docs/monitoring.md, Metrics), kept only with METRICS_PORT: without it `app.metrics` is
  * null and no hook is added, so a request does no metrics work at all. Each app has a registry of
  * its own (two apps in one process, as in the tests, do not share counters).
  */

@@ -31,7 +31,7 @@ async function repositories (app: FastifyInstance, options: RepositoriesOptions)
   // The events of openapi.yaml's webhooks, which changes record (the transactional outbox).
   const events = webhookEvents(app.apiDocument)
   const box = new SecretBox(options.webhookEncryptionKey)
-  if (!box.encrypting) app.log.warn('WEBHOOK_ENCRYPTION_KEY is not set: webhook signing secrets are stored as they are (docs/operations.md, "Webhooks")')
+  if (!box.encrypting) app.log.warn('WEBHOOK_ENCRYPTION_KEY is not set: webhook signing secrets are stored as they are (docs/administration.md, "Webhooks")')
   const webhooks = webhooksRepository(store, box, options.now)
   // A key that cannot open the stored secrets stops the start (one line, exit 1), rather than
   // failing every delivery.
