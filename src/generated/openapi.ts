@@ -728,7 +728,10 @@ export interface components {
             type: components["schemas"]["WebhookEventType"];
             /** Format: date-time */
             createdAt: string;
-            data: Record<string, never>;
+            /** @description The event's own data, as its type's schema says */
+            data: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @example {
