@@ -328,9 +328,11 @@ for (const [name, p] of entries(components.parameters)) walkParameter(p, `/compo
 for (const [name, h] of entries(components.headers)) walkParameter(h, `/components/headers/${segment(name)}`, `components/headers/${name}`)
 for (const [name, r] of entries(components.responses)) walkResponse(r, `/components/responses/${segment(name)}`, `components/responses/${name}`)
 for (const [name, b] of entries(components.requestBodies)) walkRequestBody(b, `/components/requestBodies/${segment(name)}`, `components/requestBodies/${name}`)
-for (const [path, item] of entries(raw.paths)) {
+// The webhooks (the requests the service sends) are path items too: their bodies need examples
+// that match, as the operations' do.
+for (const [section, path, item] of [...entries(raw.paths).map(([p, i]) => ['paths', p, i] as const), ...entries(raw.webhooks).map(([p, i]) => ['webhooks', p, i] as const)]) {
   if (!isObject(item)) continue
-  const itemPointer = `/paths/${segment(path)}`
+  const itemPointer = `/${section}/${segment(path)}`
   const parameters = (at: string, list: unknown, where: string) => {
     if (Array.isArray(list)) list.forEach((p, i) => { walkParameter(p, `${at}/parameters/${i}`, `${where} parameter ${isObject(p) && typeof p.name === 'string' ? p.name : i}`) })
   }

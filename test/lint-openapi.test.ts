@@ -179,6 +179,22 @@ t.test('an example that shows a limit of its schema fails, at any depth, saying 
   ].sort(), 'exactly these problems, each with the place in the example and the limit')
 })
 
+t.test('a webhook\'s body is held to the same example rules as an operation\'s', async (t) => {
+  const file = copyWith(t, (spec) => {
+    const media = spec.webhooks['inventory.updated'].post.requestBody.content['application/json']
+    media.examples = {
+      atLimit: { value: { id: 'evt_3kT9Xq2mW8pL1vB6nR0yZa', type: 'inventory.updated', createdAt: '2026-11-28T09:05:00.000Z', data: { petId: 12, quantity: 2147483647, status: 'available', previous: { quantity: 7, status: 'available' } } } },
+      wrong: { value: { id: 'evt_3kT9Xq2mW8pL1vB6nR0yZa', type: 'order.placed', createdAt: '2026-11-28T09:05:00.000Z', data: { petId: 12, quantity: 5, status: 'available', previous: { quantity: 7, status: 'available' } } } }
+    }
+  })
+  const res = await lint(file)
+  t.equal(res.code, 1, 'lint fails')
+  t.same(problems(res.stderr, file), [
+    'onInventoryUpdated (POST inventory.updated) request body application/json examples.atLimit: example.data.quantity is 2147483647, its schema\'s maximum; an example shows a realistic value, not a limit of its schema: change it',
+    'onInventoryUpdated (POST inventory.updated) request body application/json examples.wrong: does not match its schema: example/type must be equal to constant'
+  ], 'each example of the webhook, with its place and the reason')
+})
+
 t.test('a body without an example of the document\'s own fails: Swagger UI would make one up from the schema', async (t) => {
   const file = copyWith(t, (spec) => {
     delete spec.components.schemas.Pet.examples // getPetById's 200 has none of its own either
