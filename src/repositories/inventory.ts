@@ -28,6 +28,7 @@ export function inventoryRepository (store: Store, scopes: EventScopes, now: () 
   const scope = scopes['inventory.updated']
   const events: InventoryEvents = {
     scope,
+    now,
     wanted: function * () { return (yield * subscribedTypes(scopes)).has('inventory.updated') },
     record: (item, previous) => recordEvent('inventory.updated', { ...item, previous }, scope, { now: now() })
   }

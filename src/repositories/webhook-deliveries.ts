@@ -93,11 +93,22 @@ const q = {
   disable: statement('webhookDeliveries.disable', (db, arg: Arg<{ endpointId: number, since: number, reason: string, at: string }>) => db
     .updateTable('webhook_endpoints').set({ enabled: false, disabled_reason: arg('reason'), updated_at: arg('at') })
     .where('id', '=', arg('endpointId')).where('enabled', '=', true).where('failing_since', '<=', arg('since'))),
+  endpoint: statement('webhookDeliveries.endpoint', (db, arg: Arg<{ endpointId: number }>) => db
+    .selectFrom('webhook_endpoints').select(['enabled', 'api_key_id as apiKeyId']).where('id', '=', arg('endpointId'))),
+  // The schedule starts again: attempts are numbered from 1 in the log.
+  redeliver: statement('webhookDeliveries.redeliver', (db, arg: Arg<{ endpointId: number, since: string, now: number }>) => db
+    .updateTable('webhook_deliveries')
+    .set({ state: 'pending', attempts: 0, next_attempt_at: arg('now'), lease_until: null, leased_by: null })
+    .where('endpoint_id', '=', arg('endpointId')).where('state', '=', 'failed')
+    .where('event_id', 'in', (eb) => eb.selectFrom('webhook_events').select('id').where('created_at', '>=', arg('since')))),
   pending: statement('webhookDeliveries.pending', (db) => db
     .selectFrom('webhook_deliveries as d').innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
     .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('ev.created_at').as('oldest')])
     .where('d.state', '=', 'pending'))
 }
+
+/** What `redeliver` did: queued `count` deliveries again, or nothing (no such endpoint, or a disabled one). */
+export type Redelivery = { outcome: 'queued', count: number } | { outcome: 'no_endpoint' } | { outcome: 'disabled' }
 
 /** The outbox's deliveries, as the delivering instances take them, attempt them and settle them. */
 export interface DeliveryQueue {
@@ -113,6 +124,11 @@ export interface DeliveryQueue {
   settle (instance: string, delivery: ClaimedDelivery, outcome: AttemptOutcome, now: number): Promise<boolean>
   /** Deliveries not yet made, and when the oldest one's event happened. */
   pending (): Promise<{ count: number, oldest: string | null }>
+  /**
+   * The endpoint's failed deliveries of events recorded at `since` or later, due again from `now`
+   * with the whole schedule (an operator's replay, `db redeliver`). Only an enabled endpoint.
+   */
+  redeliver (endpointId: number, since: string, now: number): Promise<Redelivery>
 }
 
 export function deliveryQueue (store: Store): DeliveryQueue {
@@ -159,6 +175,15 @@ export function deliveryQueue (store: Store): DeliveryQueue {
         yield * run(dropPendingDeliveries, { endpointId: delivery.endpointId })
       }
       return held
+    }),
+
+    redeliver: (endpointId, since, now) => store.write(function * (): Work<Redelivery> {
+      const endpoint = yield * first(q.endpoint, { endpointId })
+      if (endpoint === undefined) return { outcome: 'no_endpoint' }
+      // Ordered with the endpoint's own changes (disabling drops what is pending): its key's row.
+      yield * lockRow('api_keys', endpoint.apiKeyId)
+      if (!(yield * first(q.endpoint, { endpointId }))?.enabled) return { outcome: 'disabled' }
+      return { outcome: 'queued', count: yield * run(q.redeliver, { endpointId, since, now }) }
     }),
 
     pending: () => store.read(function * () {

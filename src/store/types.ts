@@ -117,6 +117,8 @@ export interface InventoryFastPaths<Json extends ListJson = ListJson> {
 export interface InventoryEvents {
   /** The scope an endpoint's API key needs to receive inventory.updated. */
   readonly scope: string
+  /** The time events are stamped with (the app's clock; tests move it). */
+  now (): number
   /** Whether an endpoint would receive the event now. */
   wanted (): ReadWork<boolean>
   record (item: InventoryItem, previous: { quantity: number, status: PetStatus }): Work<void>

@@ -30,6 +30,8 @@ t.test('the package bin and the npm scripts run the compiled command lines', asy
   t.match(seed.stdout, /imported 1 pets, 1 inventory entries, 0 orders/)
   const synthetic = await run('npm', ['run', '-s', 'db:seed', '--', '--synthetic', '3'], env)
   t.equal(synthetic.code, 0, 'npm run db:seed -- --synthetic N')
+  const redeliver = await run('npm', ['run', '-s', 'db:redeliver', '--', '1', '--since', '1h'], env)
+  t.match(redeliver, { code: 1, stderr: /no webhook endpoint 1/ }, 'npm run db:redeliver -- ENDPOINT_ID --since TIME reaches the command')
 
   const created = await run('npm', ['run', '-s', 'keys', '--', 'create', '--plan', 'free', '--name', 'via npm', '--json'], env)
   t.equal(created.code, 0, 'npm run keys -- create')

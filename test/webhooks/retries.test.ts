@@ -1,5 +1,6 @@
 import t from 'tap'
 import { buildTestApp } from '../helpers/app.js'
+import { runCliInProcess } from '../helpers/cli.js'
 import { startReceiver, verifiedBy } from '../helpers/webhook-receiver.js'
 import { statement, type Arg } from '../../src/store/query.js'
 import { first, lockRow, run } from '../../src/store/work.js'
@@ -166,4 +167,28 @@ t.test('an attempt the service cannot make (a secret it cannot open) is a failed
   t.ok(entries.at(-1)?.nextAttemptAt !== null, 'and tried again on the schedule')
   t.equal(receiver.received.length, 0, 'nothing unsigned was sent')
   t.match(await api.app.metrics!.registry.metrics(), /webhook_deliveries_total\{outcome="failed_attempt"\} [1-9]/, 'counted as a failed attempt')
+})
+
+t.test('db redeliver: an operator sends an endpoint\'s given-up deliveries again, with the whole schedule', async (t) => {
+  const { api, headers, subscribe, patch, log } = await setup(t)
+  const receiver = await startReceiver(t, () => ({ status: 500 }))
+  const endpoint = await subscribe(receiver.url)
+  await patch(1, 97)
+  t.equal((await log(endpoint.id, (e) => e.length === 4))[0]?.nextAttemptAt, null, 'given up after the schedule')
+  receiver.answer(() => ({}))
+  const env = { DATABASE_URL: api.config.databaseUrl }
+
+  const replayed = await runCliInProcess('db', ['redeliver', String(endpoint.id), '--since', '1h'], env)
+  t.equal(replayed.code, 0, replayed.stderr)
+  t.match(replayed.stdout, new RegExp(`^1 failed deliveries of webhook endpoint ${endpoint.id} since \\d{4}-.*Z are due again`))
+  const entries = await log(endpoint.id, (e) => e.length === 5)
+  t.match(entries[0], { attempt: 1, statusCode: 200, error: null, nextAttemptAt: null }, 'delivered, its attempts numbered from 1 again')
+  t.equal(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size, 1, 'the same event, with its webhook-id')
+  t.same((await runCliInProcess('db', ['redeliver', String(endpoint.id), '--since', '1h'], env)).stdout.split(' ')[0], '0', 'nothing failed is left to send')
+
+  t.match(await runCliInProcess('db', ['redeliver', '999999', '--since', '1h'], env), { code: 1, stderr: /no webhook endpoint 999999/ })
+  await api.request({ method: 'PATCH', url: `/v1/webhooks/${endpoint.id}`, headers, payload: { enabled: false } })
+  t.match(await runCliInProcess('db', ['redeliver', String(endpoint.id), '--since', '1h'], env), { code: 1, stderr: /is disabled: its owner re-enables it first/ })
+  t.match(await runCliInProcess('db', ['redeliver', String(endpoint.id), '--since', 'yesterday'], env), { code: 2, stderr: /--since must be a time such as/ })
+  t.match(await runCliInProcess('db', ['redeliver', String(endpoint.id)], env), { code: 2, stderr: /redeliver needs --since/ })
 })

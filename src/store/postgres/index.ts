@@ -133,10 +133,11 @@ export function createPostgresStore (connectionString: string, options: Postgres
     whole: (chunks) => `[${chunks.join(',')}]`
   })
 
-  const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities, alone, eventScope) => {
+  const inventoryWrites = new InventoryWrites<UpdatedInventoryRow>(async (petIds, quantities, alone, events) => {
     const statement = alone ? 'updateInventoryOne' : 'updateInventory'
-    const at = Date.now()
-    const values = [petIds, quantities, eventScope === undefined ? null : `% ${eventScope} %`, at, new Date(at).toISOString()]
+    // The events' own clock (the app's), as the other engine's events are stamped.
+    const at = events?.now() ?? Date.now()
+    const values = [petIds, quantities, events === undefined ? null : `% ${events.scope} %`, at, new Date(at).toISOString()]
     try {
       return await writeAndAnnounce<UpdatedInventoryRow>(pool,
         { name: statement, text: sql[statement], values },
@@ -214,7 +215,7 @@ export function createPostgresStore (connectionString: string, options: Postgres
     petChanges.beginWrite(petId)
     let row: UpdatedInventoryRow | undefined
     try {
-      row = await inventoryWrites.write(petId, quantity, events?.scope)
+      row = await inventoryWrites.write(petId, quantity, events)
     } catch (error) {
       petChanges.endWrite(petId)
       kinds.pets.changed([petId])

@@ -1,10 +1,11 @@
 import { StoreUnavailableError } from '../../contract/errors.js'
+import type { InventoryEvents } from '../types.js'
 
 interface Pending<R> {
   petId: number
   quantity: number
-  /** The scope an endpoint's key needs for this PATCH's inventory.updated event; undefined: record none. */
-  eventScope: string | undefined
+  /** How this PATCH's inventory.updated event is recorded (its scope, its clock); undefined: record none. */
+  events: InventoryEvents | undefined
   resolve: (row: R | undefined) => void
   reject: (error: unknown) => void
 }
@@ -36,14 +37,14 @@ export class InventoryWrites<R> {
   private scheduled = false
 
   constructor (
-    private readonly send: (petIds: number[], quantities: number[], alone: boolean, eventScope: string | undefined) => Promise<R[]>,
+    private readonly send: (petIds: number[], quantities: number[], alone: boolean, events: InventoryEvents | undefined) => Promise<R[]>,
     /** The pet a row answers for, and whether its write was skipped (its row was held). */
     private readonly answer: (row: R) => { petId: number, skipped: boolean }
   ) {}
 
-  write (petId: number, quantity: number, eventScope: string | undefined): Promise<R | undefined> {
+  write (petId: number, quantity: number, events: InventoryEvents | undefined): Promise<R | undefined> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ petId, quantity, eventScope, resolve, reject })
+      this.queue.push({ petId, quantity, events, resolve, reject })
       if (!this.scheduled) {
         this.scheduled = true
         setImmediate(() => this.flush())
@@ -75,9 +76,9 @@ export class InventoryWrites<R> {
     const alone = batch.length === 1
     let rows: R[]
     try {
-      // Every PATCH of the service records its event (the repository gives the scope): a batch does.
-      const eventScope = batch.find((item) => item.eventScope !== undefined)?.eventScope
-      rows = await this.send(batch.map((item) => item.petId), batch.map((item) => item.quantity), alone, eventScope)
+      // Every PATCH of the service records its event (the repository gives how): a batch does.
+      const events = batch.find((item) => item.events !== undefined)?.events
+      rows = await this.send(batch.map((item) => item.petId), batch.map((item) => item.quantity), alone, events)
     } catch (error) {
       if (!(error instanceof StoreUnavailableError) && !alone) {
         for (const item of batch) void this.run([item])
