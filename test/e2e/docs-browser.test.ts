@@ -314,6 +314,14 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
   const orders = await shown('#operations-Store-listOrders tr.response[data-code="200"] .example') as Record<string, unknown>[]
   t.match(orders.find((order) => order.id === 42), { petId: 12, quantity: 2, status: 'placed' }, 'the orders example has order 42, of 2 of pet 12')
   t.match(await shown('#operations-Pets-getPetById tr.response[data-code="404"] .example'), { code: 'not_found', status: 404 }, 'a deprecated operation\'s error shows the Error example, not one made up from the schema')
+  // A webhook endpoint as a partner registers one: an https address (all the service takes unless
+  // its operator allows private ones), subscribed to event types of the document.
+  const eventTypes = webhooks.map(([type]) => type)
+  const endpointExample = JSON.parse(await page.locator('#operations-Webhooks-createWebhookEndpoint textarea.body-param__text').inputValue()) as { url: string, events: string[] }
+  t.equal(new URL(endpointExample.url).protocol, 'https:', '"Try it out" starts a webhook endpoint at an https address')
+  t.ok(endpointExample.events.length > 0 && endpointExample.events.every((type) => eventTypes.includes(type)), 'subscribed to event types of the document\'s webhooks')
+  const attempts = await shown('#operations-Webhooks-listWebhookDeliveries tr.response[data-code="200"] .example') as { eventType: string }[]
+  t.ok(attempts.length > 0 && attempts.every((attempt) => eventTypes.includes(attempt.eventType)), 'the deliveries example shows attempts at events of the document\'s webhooks')
   await page.locator('#operations-Pets-getPetById').screenshot({ path: OPERATION_SCREENSHOT })
 
   await page.screenshot({ path: SCREENSHOT, fullPage: true })
