@@ -93,39 +93,29 @@ export interface paths {
         /**
          * Place an order
          * @description Reserves `quantity` units of a pet's stock with a new order, and answers `201` with the
-         *     order and its address in `Location`. The order is `placed`, not `complete`, and ships on
-         *     `shipDate` as sent, or else at the time it was placed. The service gives it its `id`: a
-         *     whole number from 1, higher than every order placed before.
+         *     order (`placed`, with the `id` the service gives it) and its address in `Location`; the
+         *     reservation shows at once in `GET /v1/inventory`. A pet without an inventory entry is
+         *     `404 not_found`.
          *
-         *     - The pet must have an inventory entry; otherwise `404 not_found`.
-         *     - **No overselling.** The order is placed only when `quantity` is at most the pet's stock
-         *       minus the units its open orders (`placed` or `approved`) already reserve; otherwise
-         *       `409 insufficient_stock`, whose message says how many units can still be reserved.
-         *       The check and the placing are one transaction: concurrent orders for one pet, on one
-         *       instance or on several sharing a database, never reserve more than the stock, and
-         *       exactly those that fit are placed.
-         *     - The reservation shows at once in `GET /v1/inventory` (status and `ETag`): the entry
-         *       turns `pending` when its open orders reserve all its stock.
+         *     **No overselling.** The order is placed only when `quantity` is at most the pet's stock
+         *     minus the units its open orders (`placed` or `approved`) already reserve; otherwise
+         *     `409 insufficient_stock`, saying how many units are left to reserve. Concurrent orders
+         *     for one pet, on any instance, never reserve more than the stock, and exactly those that
+         *     fit are placed.
          *
-         *     **Retrying safely with `Idempotency-Key`** (IETF httpapi idempotency-key draft). Send a
-         *     key of your own making, unique per order (a UUID, say), and send the same key again
-         *     when you retry, so a lost answer never places an order twice. Keys belong to the API key
-         *     that sent them (another API key's identical `Idempotency-Key` is another key) and are
-         *     kept 24 hours, on every instance and across restarts.
+         *     **Retrying safely with `Idempotency-Key`.** Send a key of your own making, unique per
+         *     order, and the same key again when you retry: a lost answer then never places an order
+         *     twice. Keys belong to the API key that sent them and are kept 24 hours, on every
+         *     instance and across restarts.
          *
-         *     - The same key with the same body (the same JSON value: the order of properties and
-         *       white space do not matter): the first answer again, as it was sent (status, body and
-         *       `Location`), with `Idempotent-Replayed: true`. Nothing is placed again.
-         *     - The same key with another body: `422 idempotency_key_reused`.
-         *     - The same key while the first request is still being answered:
-         *       `409 idempotency_key_in_use`; retry a moment later.
-         *     - Kept are the answers of placing the order: `201`, `404` and `409 insufficient_stock`,
-         *       in the order's own transaction. A request refused before it is processed (`400`, `401`,
-         *       `413`, `415`, `429`) or that failed before its transaction committed is not kept: a
-         *       retry with the same key runs again. One answered `5xx` after its order was committed
-         *       (the answer lost, not the order) is kept: the retry gets its `201`.
-         *
-         *     **Beta**: the request and its rules may still change before this operation becomes stable.
+         *     - The same key and body (the same JSON value: property order and white space do not
+         *       matter): the first answer again, as it was sent, with `Idempotent-Replayed: true`.
+         *     - Another body: `422 idempotency_key_reused`. The first request still being answered:
+         *       `409 idempotency_key_in_use` (retry a moment later).
+         *     - Kept are the answers of placing the order (`201`, `404`, `409 insufficient_stock`),
+         *       even when only the answer was lost (a `5xx` after the order was committed); a request
+         *       refused before it is processed (`400`, `401`, `413`, `415`, `429`) or failed before
+         *       its commit is not: a retry with the same key runs again.
          */
         post: operations["placeOrder"];
         delete?: never;

@@ -2,7 +2,8 @@
  * What the client tests check every call against: the document the server serves (/openapi.json),
  * read as an outsider reads it. The status is one the operation declares, the body is valid
  * against that response's schema (or absent when it declares none), and every header the response
- * declares is there (unless `required: false`) with a value its schema accepts.
+ * declares is there (unless `required: false`) with a value its schema accepts. A webhook the
+ * server sends is checked against the document's `webhooks` the same way.
  */
 import type { Test } from 'tap'
 import { createDocumentAjv, DOCUMENT_SCHEMA_ID } from '../../src/contract/ajv.js'
@@ -94,6 +95,33 @@ export class ServedContract {
       t.ok(value !== undefined && validate(parsed), `${what}: header ${name} is there and valid (${String(value)})`)
     }
     return schema === undefined ? 'none' : 'json'
+  }
+
+  /**
+   * Checks one webhook the server sent: a JSON body valid against the request body of the
+   * document's `webhooks` entry for its `type`, and the header parameters that entry declares,
+   * each there and valid.
+   */
+  checkEvent (t: Test, event: { headers: Record<string, string>, body: unknown }): void {
+    const type = String((event.body as Json | null)?.type)
+    const webhook = (this.served.webhooks as Record<string, Record<string, Json>> | undefined)?.[type]?.post
+    if (webhook === undefined) {
+      t.fail(`an event of type ${type}, which the document's webhooks do not declare`)
+      return
+    }
+    const pointer = `/webhooks/${escape(type)}/post`
+    t.match(event.headers['content-type'], /^application\/json(;|$)/, `${type} event: sent as application/json`)
+    const [body, at] = this.resolve(webhook.requestBody as Json, `${pointer}/requestBody`)
+    if ((body.content as Json | undefined)?.['application/json'] === undefined) t.fail(`${type}: the document declares no JSON body`)
+    const validate = this.validator(`${at}/content/application~1json/schema`)
+    t.ok(validate(event.body), `${type} event: the body is valid against its schema in the document's webhooks ${this.ajv.errorsText(validate.errors)}`)
+    for (const [i, parameter] of ((webhook.parameters ?? []) as Json[]).entries()) {
+      const [definition, parameterAt] = this.resolve(parameter, `${pointer}/parameters/${i}`)
+      if (definition.in !== 'header') continue
+      const value = event.headers[String(definition.name).toLowerCase()]
+      const validateHeader = this.validator(`${parameterAt}/schema`)
+      t.ok(value !== undefined && validateHeader(value), `${type} event: header ${String(definition.name)} is there and valid (${String(value)})`)
+    }
   }
 
   /** The body and challenge of a 403 for a key without the operation's scope, as the document names that scope. */

@@ -7,8 +7,11 @@
  * requirement names it); Swagger UI loads under the page's content-security-policy, the Authorize
  * dialog lists the scopes with their meaning (bearerAuth's x-scopes) and takes an API key without
  * keeping it in the browser's storage, and "Try it out" on listInventory calls this instance and
- * renders its 200. The examples shown come from the document's 3.1 `examples`. Screenshots go to
- * test-output/ (docs-browser*.png).
+ * renders its 200. The examples shown come from the document's 3.1 `examples`. The Webhooks
+ * section lists every event type of the document's `webhooks` with its body's schema (name,
+ * properties, its `type`'s const, closed by unevaluatedProperties), the example of that schema and
+ * the scope receiving it needs, without "Try it out". Screenshots go to test-output/
+ * (docs-browser*.png).
  * Without /usr/bin/chromium the test is skipped, and says why.
  */
 import t, { type Test } from 'tap'
@@ -29,6 +32,7 @@ const SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser.png')
 const RESPONSE_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-response.png')
 const OPERATION_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-operation.png')
 const AUTHORIZE_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-authorize.png')
+const WEBHOOKS_SCREENSHOT = join(projectRoot, 'test-output', 'docs-browser-webhooks.png')
 const TALLEST_SCREENSHOT = join(tmpdir(), 'docs-browser-tallest-operation.png')
 /** A common screen, 1280 wide; an expanded operation reads in two of them at most. */
 const SCREEN = { width: 1280, height: 1080 }
@@ -40,6 +44,10 @@ interface OperationSpec {
   parameters?: Record<string, unknown>[]
   requestBody?: { content: Record<string, { schema: { examples?: unknown[] } }> }
 }
+type Schema = { $ref?: string, allOf?: Schema[], properties?: Record<string, Schema>, const?: unknown, unevaluatedProperties?: unknown, examples?: unknown[] }
+interface WebhookSpec { operationId: string, summary: string, 'x-scope'?: string, requestBody: { content: Record<string, { schema: Schema }> } }
+/** The properties a schema gives its instances, its allOf parts' included. */
+const propertiesOf = (schema: Schema): string[] => [...new Set([...(schema.allOf ?? []).flatMap(propertiesOf), ...Object.keys(schema.properties ?? {})])]
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium); the browser test of the docs page did not run`
 if (skip) t.comment(`skipped: ${skip}`)
 
@@ -173,6 +181,66 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
     await block.locator('.opblock-body').waitFor({ state: 'detached' })
   }
 
+  // The document's webhooks, in Swagger UI's Webhooks section: each event type with its body's
+  // schema, as the document declares them. First each as a reader first opens it, to measure it.
+  const webhooks = Object.entries((document.spec.webhooks ?? {}) as Record<string, Record<string, WebhookSpec>>)
+  const resolvedWebhooks = document.resolved.webhooks as Record<string, Record<string, WebhookSpec>>
+  const section = page.locator('.swagger-ui .webhooks')
+  t.equal(await section.locator('h2').innerText(), 'Webhooks', 'the page has a Webhooks section')
+  t.same(await section.locator('.opblock-summary-path').evaluateAll((paths) => paths.map((path) => path.getAttribute('data-path'))), webhooks.map(([type]) => type),
+    'listing every event type of the document\'s webhooks, in its order')
+  for (const [type, item] of webhooks) {
+    for (const spec of Object.values(item)) {
+      const block = section.locator(`#operations-webhooks-${spec.operationId}`)
+      await block.locator('.opblock-summary').first().click()
+      await block.locator('.opblock-body').waitFor()
+      const height = (await block.boundingBox())?.height ?? Infinity
+      t.ok(height <= MAX_EXPANDED, `the event ${type} expanded is ${Math.round(height)} px tall, at most ${MAX_EXPANDED}`)
+      await block.locator('.opblock-summary').first().click()
+      await block.locator('.opblock-body').waitFor({ state: 'detached' })
+    }
+  }
+  for (const [type, item] of webhooks) {
+    for (const [method, spec] of Object.entries(item)) {
+      const block = section.locator(`#operations-webhooks-${spec.operationId}`)
+      t.equal(await block.locator('.opblock-summary-method').innerText(), method.toUpperCase(), `${type}: sent as ${method.toUpperCase()}`)
+      t.equal(await block.locator('.opblock-summary-description').innerText(), spec.summary, `${type}: with its summary`)
+      await block.locator('.opblock-summary').first().click()
+      await block.locator('.opblock-body').waitFor()
+      t.equal(await block.locator('button.try-out__btn').count(), 0, `${type}: no "Try it out" (the service sends it, nobody calls it)`)
+      const extensions = await block.locator('.opblock-section', { has: page.locator('h4', { hasText: 'Extensions' }) }).locator('tbody tr')
+        .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent?.trim() ?? '')))
+      t.same(extensions, [['x-scope', JSON.stringify(spec['x-scope'])]], `${type}: the scope receiving it needs, ${String(spec['x-scope'])}`)
+
+      const reference = String(spec.requestBody.content['application/json']?.schema.$ref)
+      const schema = resolvedWebhooks[type]![method]!.requestBody.content['application/json']!.schema
+      const tabs = block.locator('.opblock-section-request-body .model-example')
+      await tabs.locator('button.tablinks[data-name="example"]').click()
+      t.same(JSON.parse(await tabs.locator('.highlight-code').first().innerText()), schema.examples?.[0], `${type}: the body's example is its schema's first`)
+      await tabs.locator('button.tablinks[data-name="model"]').click()
+      const model = tabs.locator('.model-box > .json-schema-2020-12')
+      const name = reference.split('/').at(-1)
+      t.equal(await model.locator(':scope > .json-schema-2020-12-head .json-schema-2020-12__title').innerText(), name, `${type}: the body's schema is ${String(name)}`)
+      const property = (name: string) => model.locator(':scope > .json-schema-2020-12-body > .json-schema-2020-12-keyword--properties > ul > li')
+        .filter({ has: page.locator(':scope > article > .json-schema-2020-12-head .json-schema-2020-12__title', { hasText: new RegExp(`^${name}$`) }) })
+      const shownProperties = await model.locator(':scope > .json-schema-2020-12-body > .json-schema-2020-12-keyword--properties > ul > li > article > .json-schema-2020-12-head .json-schema-2020-12__title').allInnerTexts()
+      t.same(shownProperties.sort(), propertiesOf(schema).sort(), `${type}: with every property of the schema and of its allOf parts`)
+      // The event's own `type` is a const of the envelope's enum.
+      await property('type').locator('.json-schema-2020-12-accordion').first().click()
+      t.equal(await property('type').locator('.json-schema-2020-12-keyword--const .json-schema-2020-12-json-viewer__value').innerText(), JSON.stringify(schema.properties?.type?.const),
+        `${type}: its type is the const ${JSON.stringify(schema.properties?.type?.const)}`)
+      t.equal(await model.locator(':scope > .json-schema-2020-12-body > .json-schema-2020-12-keyword--unevaluatedProperties').count(), schema.unevaluatedProperties === false ? 1 : 0,
+        `${type}: no property beyond these (unevaluatedProperties: ${String(schema.unevaluatedProperties)})`)
+      // Swagger UI keeps the tab chosen for the next body it shows: back to the example.
+      await tabs.locator('button.tablinks[data-name="example"]').click()
+      await block.locator('.opblock-summary').first().click()
+      await block.locator('.opblock-body').waitFor({ state: 'detached' })
+    }
+  }
+  await section.locator('.opblock').first().locator('.opblock-summary').first().click()
+  await section.screenshot({ path: WEBHOOKS_SCREENSHOT })
+  await section.locator('.opblock').first().locator('.opblock-summary').first().click()
+
   // Authorize with the API key (bearer), in a dialog that lists the scopes a key can hold.
   await page.locator('.swagger-ui .auth-wrapper button.authorize').click()
   const modal = page.locator('.swagger-ui .dialog-ux .modal-ux')
@@ -246,11 +314,19 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
   const orders = await shown('#operations-Store-listOrders tr.response[data-code="200"] .example') as Record<string, unknown>[]
   t.match(orders.find((order) => order.id === 42), { petId: 12, quantity: 2, status: 'placed' }, 'the orders example has order 42, of 2 of pet 12')
   t.match(await shown('#operations-Pets-getPetById tr.response[data-code="404"] .example'), { code: 'not_found', status: 404 }, 'a deprecated operation\'s error shows the Error example, not one made up from the schema')
+  // A webhook endpoint as a partner registers one: an https address (all the service takes unless
+  // its operator allows private ones), subscribed to event types of the document.
+  const eventTypes = webhooks.map(([type]) => type)
+  const endpointExample = JSON.parse(await page.locator('#operations-Webhooks-createWebhookEndpoint textarea.body-param__text').inputValue()) as { url: string, events: string[] }
+  t.equal(new URL(endpointExample.url).protocol, 'https:', '"Try it out" starts a webhook endpoint at an https address')
+  t.ok(endpointExample.events.length > 0 && endpointExample.events.every((type) => eventTypes.includes(type)), 'subscribed to event types of the document\'s webhooks')
+  const attempts = await shown('#operations-Webhooks-listWebhookDeliveries tr.response[data-code="200"] .example') as { eventType: string }[]
+  t.ok(attempts.length > 0 && attempts.every((attempt) => eventTypes.includes(attempt.eventType)), 'the deliveries example shows attempts at events of the document\'s webhooks')
   await page.locator('#operations-Pets-getPetById').screenshot({ path: OPERATION_SCREENSHOT })
 
   await page.screenshot({ path: SCREENSHOT, fullPage: true })
   await response.screenshot({ path: RESPONSE_SCREENSHOT })
-  t.comment(`screenshots: ${FIRST_SCREEN_SCREENSHOT} (the first screen), ${SCREENSHOT} (whole page), ${RESPONSE_SCREENSHOT} (the live response), ${OPERATION_SCREENSHOT} (getPetById expanded), ${AUTHORIZE_SCREENSHOT} (the Authorize dialog)`)
+  t.comment(`screenshots: ${FIRST_SCREEN_SCREENSHOT} (the first screen), ${SCREENSHOT} (whole page), ${RESPONSE_SCREENSHOT} (the live response), ${OPERATION_SCREENSHOT} (getPetById expanded), ${AUTHORIZE_SCREENSHOT} (the Authorize dialog), ${WEBHOOKS_SCREENSHOT} (the Webhooks section, its first event open)`)
   t.same(problems, [], 'no CSP violation, script error or failed request on the page')
 
   // After a reload the key is gone: nothing kept it.

@@ -5,24 +5,55 @@
  * `tsc --strict`. It is not part of the project's own typecheck: it sees the API only as an
  * outsider does.
  *
- * Usage: node main.js BASE_URL API_KEY TINY_KEY NARROW_KEY (TINY_KEY: a key allowed one request a
- * day; NARROW_KEY: a key with every scope but the one updateInventory needs).
- * Prints one JSON object: for each operationId, the calls made and what came back.
+ * Usage: node main.js BASE_URL API_KEY TINY_KEY NARROW_KEY WEBHOOKS_ONLY_KEY NO_WEBHOOKS_KEY
+ * (TINY_KEY: a key allowed one request a day; NARROW_KEY: every scope but the one updateInventory
+ * needs; WEBHOOKS_ONLY_KEY: only the scope of the webhook operations; NO_WEBHOOKS_KEY: every scope
+ * but that one). The server must accept webhook endpoints on loopback (WEBHOOK_ALLOW_PRIVATE).
+ * Prints one JSON object: for each operationId, the calls made and what came back, and the events
+ * its webhook receiver got.
  *
  * Each operation of the document has one function below, named by its operationId; a new
  * operation is a new function and a line in `run`. (409 idempotency_key_in_use needs a request
  * still in progress, which the server's SQLite never has: test/postgres/orders-in-progress.test.ts.)
  */
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import createClient, { type Middleware } from 'openapi-fetch'
-import type { components, paths } from './schema.js'
+import type { components, paths, webhooks } from './schema.js'
 
 type ApiError = components['schemas']['Error']
 type InventoryItem = components['schemas']['InventoryItem']
 type Pet = components['schemas']['Pet']
 type Order = components['schemas']['Order']
+type WebhookEndpoint = components['schemas']['WebhookEndpoint']
+type WebhookEndpointWithSecret = components['schemas']['WebhookEndpointWithSecret']
+type WebhookDelivery = components['schemas']['WebhookDelivery']
+type WebhookEventType = components['schemas']['WebhookEventType']
+/** The body of any event the document's `webhooks` declare, told apart by its `type`. */
+type WebhookEvent = { [T in keyof webhooks]: webhooks[T]['post']['requestBody']['content']['application/json'] }[keyof webhooks]
 
-const [baseUrl, apiKey, tinyKey, narrowKey] = process.argv.slice(2)
-if (baseUrl === undefined || apiKey === undefined || tinyKey === undefined || narrowKey === undefined) throw new Error('usage: node main.js BASE_URL API_KEY TINY_KEY NARROW_KEY')
+/**
+ * What the types must say of the OpenAPI 3.1 constructs of the webhook schemas (tsc fails here
+ * otherwise): `const` gives an event's `type` one value; `type: [T, 'null']` lets null in where
+ * it says so, and only there; `allOf` with `unevaluatedProperties: false` keeps the properties of
+ * both parts; an event's `data` is its own schema's, not the envelope's bare object.
+ */
+type Is<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+export const constructs: [
+  Is<components['schemas']['OrderPlacedEvent']['type'], 'order.placed'>,
+  Is<components['schemas']['InventoryUpdatedEvent']['data']['previous']['quantity'], number>,
+  Is<WebhookEndpoint['description'], string | null>,
+  Is<WebhookEndpointWithSecret['secret'], string>,
+  Is<WebhookEndpointWithSecret['previousSecretExpiresAt'], string | null>,
+  Is<WebhookDelivery['statusCode'], number | null>,
+  Is<keyof WebhookEndpointWithSecret, keyof WebhookEndpoint | 'secret' | 'previousSecretExpiresAt'>
+] = [true, true, true, true, true, true, true]
+
+const [baseUrl, apiKey, tinyKey, narrowKey, webhooksOnlyKey, noWebhooksKey] = process.argv.slice(2)
+if (baseUrl === undefined || apiKey === undefined || tinyKey === undefined || narrowKey === undefined || webhooksOnlyKey === undefined || noWebhooksKey === undefined) {
+  throw new Error('usage: node main.js BASE_URL API_KEY TINY_KEY NARROW_KEY WEBHOOKS_ONLY_KEY NO_WEBHOOKS_KEY')
+}
 
 /**
  * openapi-fetch reads a 304's empty body as the error `""`, which its types (`Error | undefined`)
@@ -64,6 +95,22 @@ function describePet (pet: Pet): string {
 }
 const describeOrder = (order: Order) => [order.id.toFixed(0), order.petId.toFixed(0), order.quantity.toFixed(0),
   new Date(order.shipDate).toISOString(), order.status.toUpperCase(), order.complete ? 'complete' : 'open'].join(' ')
+const iso = (dateTime: string) => new Date(dateTime).toISOString()
+const describeEndpoint = (endpoint: WebhookEndpoint) => [endpoint.id.toFixed(0), new URL(endpoint.url).host, ...endpoint.events.map((type) => type.toUpperCase()),
+  endpoint.description?.trim() ?? '(none)', endpoint.enabled ? 'enabled' : 'disabled', endpoint.disabledReason?.trim() ?? '', iso(endpoint.createdAt), iso(endpoint.updatedAt)].join(' ')
+const describeSecret = (endpoint: WebhookEndpointWithSecret) => [describeEndpoint(endpoint), endpoint.secret.slice(0, 'whsec_'.length),
+  endpoint.previousSecretExpiresAt === null ? 'one secret' : iso(endpoint.previousSecretExpiresAt)].join(' ')
+const describeDelivery = (delivery: WebhookDelivery) => [delivery.id.toFixed(0), delivery.eventId.trim(), delivery.eventType.toUpperCase(), delivery.attempt.toFixed(0),
+  iso(delivery.attemptedAt), delivery.statusCode?.toFixed(0) ?? delivery.error?.toUpperCase(), delivery.durationMs.toFixed(0), delivery.responseBody?.length.toFixed(0),
+  delivery.nextAttemptAt === null ? 'done' : iso(delivery.nextAttemptAt)].join(' ')
+function describeEvent (event: WebhookEvent): string {
+  const head = `${event.id.trim()} ${event.type.toUpperCase()} ${iso(event.createdAt)}`
+  if (event.type === 'inventory.updated') {
+    const { petId, quantity, status, previous } = event.data
+    return `${head} ${petId.toFixed(0)} ${previous.quantity.toFixed(0)} ${previous.status.toUpperCase()} → ${quantity.toFixed(0)} ${status.toUpperCase()}`
+  }
+  return `${head} ${describeOrder(event.data)}`
+}
 const descriptions: string[] = []
 
 async function listInventory (): Promise<void> {
@@ -200,6 +247,173 @@ async function cancelOrder (): Promise<void> {
   if (delivered.error !== undefined) descriptions.push(describeError(delivered.error))
 }
 
+/** Keeps a call and describes its body as its type says: `describe` for a success, describeError for an error. */
+function keepDescribed<T> (operationId: string, what: string, result: { data?: T, error?: ApiError, response: Response }, describe: (data: T) => string[]): void {
+  keep(operationId, what, result)
+  if (result.data !== undefined) descriptions.push(...describe(result.data))
+  if (result.error !== undefined) descriptions.push(describeError(result.error))
+}
+
+/**
+ * The program's webhook receiver, on loopback: it keeps every event, the signatures it could
+ * verify with the secrets it holds, and answers 204.
+ */
+interface Received { headers: Record<string, string>, body: unknown, signedBy: string[] }
+const received: Received[] = []
+const secrets = new Map<string, string>()
+
+function signers (id: string, timestamp: string, body: string, header: string): string[] {
+  const signatures = header.split(' ').map((signature) => Buffer.from(signature.replace(/^v1,/, ''), 'base64'))
+  return [...secrets].filter(([, secret]) => {
+    const expected = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${timestamp}.${body}`).digest()
+    return signatures.some((signature) => signature.length === expected.length && timingSafeEqual(signature, expected))
+  }).map(([name]) => name)
+}
+
+const receiver = createServer((request, response) => {
+  const chunks: Buffer[] = []
+  request.on('data', (chunk: Buffer) => chunks.push(chunk))
+  request.on('end', () => {
+    const text = Buffer.concat(chunks).toString('utf8')
+    const header = (name: string) => String(request.headers[name] ?? '')
+    const headers = Object.fromEntries(['content-type', 'webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [name, header(name)]))
+    const event = JSON.parse(text) as WebhookEvent
+    received.push({ headers, body: event, signedBy: signers(header('webhook-id'), header('webhook-timestamp'), text, header('webhook-signature')) })
+    descriptions.push(describeEvent(event))
+    response.writeHead(204).end()
+  })
+})
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/petstore/events`
+
+/** The program's endpoints: the receiver's, and the others it makes to reach the limit. */
+const endpoints: { receiver?: WebhookEndpoint, more: WebhookEndpoint[] } = { more: [] }
+const ALL_EVENTS: WebhookEventType[] = ['inventory.updated', 'order.placed', 'order.approved', 'order.delivered', 'order.cancelled']
+
+async function webhookEndpoints (): Promise<void> {
+  const created = await api.POST('/webhooks', { body: { url: receiverUrl, events: ALL_EVENTS, description: 'Stock and order sync' } })
+  keepDescribed('createWebhookEndpoint', 'the receiver, for every event', created, (endpoint) => [describeSecret(endpoint)])
+  if (created.data === undefined) throw new Error(`createWebhookEndpoint: ${created.response.status}`)
+  secrets.set('first', created.data.secret)
+  const list = await api.GET('/webhooks')
+  keepDescribed('listWebhookEndpoints', 'the receiver\'s alone', list, (page) => page.map(describeEndpoint))
+  keep('listWebhookEndpoints', 'If-None-Match with its ETag', await api.GET('/webhooks', { params: { header: { 'If-None-Match': list.response.headers.get('etag') ?? '' } } }))
+
+  // Location is the path from the server's root: /v1/webhooks/{id}.
+  const endpointId = Number(/^\/v1\/webhooks\/([0-9]+)$/.exec(created.response.headers.get('location') ?? '')?.[1])
+  const path = { endpointId }
+  const atLocation = await api.GET('/webhooks/{endpointId}', { params: { path } })
+  keepDescribed('getWebhookEndpoint', 'the receiver\'s, at its Location', atLocation, (endpoint) => [describeEndpoint(endpoint)])
+  keep('getWebhookEndpoint', 'If-None-Match with its ETag', await api.GET('/webhooks/{endpointId}', { params: { path, header: { 'If-None-Match': atLocation.response.headers.get('etag') ?? '' } } }))
+  const updated = await api.PATCH('/webhooks/{endpointId}', { params: { path }, body: { description: null } })
+  keepDescribed('updateWebhookEndpoint', 'the receiver\'s description removed', updated, (endpoint) => [describeEndpoint(endpoint)])
+  // A new secret before the changes: every event is then signed by both.
+  const rotated = await api.POST('/webhooks/{endpointId}/secret', { params: { path } })
+  keepDescribed('rotateWebhookSecret', 'the receiver\'s', rotated, (endpoint) => [describeSecret(endpoint)])
+  if (rotated.data === undefined) throw new Error(`rotateWebhookSecret: ${rotated.response.status}`)
+  secrets.set('rotated', rotated.data.secret)
+  endpoints.receiver = rotated.data
+
+  // Nine more, to the limit of 10 (they get no event: they are removed before any change).
+  for (let n = 2; n <= 10; n++) {
+    const more = await api.POST('/webhooks', { body: { url: `http://127.0.0.1:9/shop-${n}/events`, events: ['order.cancelled'], description: `Cancellations, shop ${n}` } })
+    keepDescribed('createWebhookEndpoint', `endpoint ${n} of 10`, more, (endpoint) => [describeSecret(endpoint)])
+    if (more.data !== undefined) endpoints.more.push(more.data)
+  }
+  keepDescribed('createWebhookEndpoint', 'an 11th endpoint', await api.POST('/webhooks', { body: { url: 'http://127.0.0.1:9/shop-11/events', events: ['order.placed'] } }), () => [])
+  // Pages of 4, following each page's Link rel="next" until a page has none.
+  let cursor: string | undefined
+  for (let page = 1; page <= 10; page++) {
+    const result = await api.GET('/webhooks', { params: { query: { limit: 4, cursor } } })
+    keepDescribed('listWebhookEndpoints', `page ${page} of 4 endpoints`, result, (endpoints) => endpoints.map(describeEndpoint))
+    cursor = nextCursor(result.response)
+    if (cursor === undefined) break
+  }
+  keepDescribed('listWebhookEndpoints', 'a cursor the service did not give', await api.GET('/webhooks', { params: { query: { cursor: 'not-a-cursor' } } }), () => [])
+
+  const [second, third] = endpoints.more
+  if (second === undefined || third === undefined) throw new Error('createWebhookEndpoint: endpoints 2 and 3 were not made')
+  const describe = (endpoint: WebhookEndpoint) => [describeEndpoint(endpoint)]
+  keepDescribed('updateWebhookEndpoint', 'endpoint 2 disabled', await api.PATCH('/webhooks/{endpointId}', { params: { path: { endpointId: second.id } }, body: { enabled: false } }), describe)
+  keepDescribed('updateWebhookEndpoint', 'endpoint 3 to another address and events', await api.PATCH('/webhooks/{endpointId}', {
+    params: { path: { endpointId: third.id } },
+    body: { url: 'http://127.0.0.1:9/shop-3/orders', events: ['order.placed', 'order.cancelled'] }
+  }), describe)
+
+  // The types refuse an event the document does not list; the service must refuse it too.
+  const unknownEvent = ['order.shipped'] as unknown as WebhookEventType[]
+  keepDescribed('updateWebhookEndpoint', 'an event type the service does not send', await api.PATCH('/webhooks/{endpointId}', { params: { path: { endpointId: second.id } }, body: { events: unknownEvent } }), () => [])
+  keepDescribed('createWebhookEndpoint', 'an event type the service does not send', await api.POST('/webhooks', { body: { url: receiverUrl, events: unknownEvent } }), () => [])
+  keepDescribed('createWebhookEndpoint', 'an ftp address', await api.POST('/webhooks', { body: { url: 'ftp://127.0.0.1/events', events: ['order.placed'] } }), () => [])
+  const webhooksOnly = client(webhooksOnlyKey)
+  keepDescribed('createWebhookEndpoint', 'order events, with a key without orders:read', await webhooksOnly.POST('/webhooks', { body: { url: receiverUrl, events: ['order.placed'] } }), () => [])
+  keepDescribed('createWebhookEndpoint', 'inventory events, with a key without inventory:read', await webhooksOnly.POST('/webhooks', { body: { url: receiverUrl, events: ['inventory.updated'] } }), () => [])
+  const unknown = { endpointId: 999999 }
+  keepDescribed('getWebhookEndpoint', 'an unknown endpoint', await api.GET('/webhooks/{endpointId}', { params: { path: unknown } }), () => [])
+  keepDescribed('rotateWebhookSecret', 'an unknown endpoint', await api.POST('/webhooks/{endpointId}/secret', { params: { path: unknown } }), () => [])
+  keepDescribed('listWebhookDeliveries', 'an unknown endpoint', await api.GET('/webhooks/{endpointId}/deliveries', { params: { path: unknown } }), () => [])
+
+  // Another key that may manage webhooks sees none of this key's endpoints.
+  const other = client(narrowKey)
+  keepDescribed('listWebhookEndpoints', 'another key\'s list', await other.GET('/webhooks'), (list) => list.map(describeEndpoint))
+  keepDescribed('getWebhookEndpoint', 'another key\'s endpoint', await other.GET('/webhooks/{endpointId}', { params: { path } }), () => [])
+  keepDescribed('updateWebhookEndpoint', 'another key\'s endpoint', await other.PATCH('/webhooks/{endpointId}', { params: { path }, body: { enabled: false } }), () => [])
+  keepDescribed('rotateWebhookSecret', 'another key\'s endpoint', await other.POST('/webhooks/{endpointId}/secret', { params: { path } }), () => [])
+  keepDescribed('listWebhookDeliveries', 'another key\'s endpoint', await other.GET('/webhooks/{endpointId}/deliveries', { params: { path } }), () => [])
+  keepDescribed('deleteWebhookEndpoint', 'another key\'s endpoint', await other.DELETE('/webhooks/{endpointId}', { params: { path } }), () => [])
+
+  // A key without the webhooks scope: each operation refused.
+  const unscoped = client(noWebhooksKey)
+  const none = () => []
+  keepDescribed('createWebhookEndpoint', 'a key without its scope', await unscoped.POST('/webhooks', { body: { url: receiverUrl, events: ['order.placed'] } }), none)
+  keepDescribed('listWebhookEndpoints', 'a key without its scope', await unscoped.GET('/webhooks'), none)
+  keepDescribed('getWebhookEndpoint', 'a key without its scope', await unscoped.GET('/webhooks/{endpointId}', { params: { path } }), none)
+  keepDescribed('updateWebhookEndpoint', 'a key without its scope', await unscoped.PATCH('/webhooks/{endpointId}', { params: { path }, body: { enabled: false } }), none)
+  keepDescribed('deleteWebhookEndpoint', 'a key without its scope', await unscoped.DELETE('/webhooks/{endpointId}', { params: { path } }), none)
+  keepDescribed('rotateWebhookSecret', 'a key without its scope', await unscoped.POST('/webhooks/{endpointId}/secret', { params: { path } }), none)
+  keepDescribed('listWebhookDeliveries', 'a key without its scope', await unscoped.GET('/webhooks/{endpointId}/deliveries', { params: { path } }), none)
+
+  for (const [i, endpoint] of endpoints.more.entries()) {
+    keepDescribed('deleteWebhookEndpoint', `endpoint ${i + 2} of 10`, await api.DELETE('/webhooks/{endpointId}', { params: { path: { endpointId: endpoint.id } } }), none)
+  }
+  const last = endpoints.more.at(-1)?.id ?? 999999
+  keepDescribed('deleteWebhookEndpoint', 'the same endpoint again', await api.DELETE('/webhooks/{endpointId}', { params: { path: { endpointId: last } } }), none)
+}
+
+/** Waits until `wanted` each match an event received (or 30 s pass), then a second more for any event not wanted. */
+async function eventsArrived (wanted: ((event: WebhookEvent) => boolean)[]): Promise<void> {
+  const deadline = Date.now() + 30_000
+  const all = () => wanted.every((matches) => received.some(({ body }) => matches(body as WebhookEvent)))
+  while (!all() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+}
+
+async function webhookDeliveries (): Promise<void> {
+  const endpointId = endpoints.receiver?.id ?? 999999
+  const { plain, keyed } = placed
+  // The events of the changes this program made.
+  const order = (type: WebhookEventType, id: number | undefined) => (event: WebhookEvent) => event.type !== 'inventory.updated' && event.type === type && event.data.id === id
+  const stock = (petId: number) => (event: WebhookEvent) => event.type === 'inventory.updated' && event.data.petId === petId
+  await eventsArrived([order('order.placed', plain?.id), order('order.placed', keyed?.id), order('order.approved', plain?.id),
+    order('order.delivered', plain?.id), order('order.cancelled', keyed?.id), stock(1), stock(plain?.petId ?? 12)])
+
+  const every = await api.GET('/webhooks/{endpointId}/deliveries', { params: { path: { endpointId } } })
+  keepDescribed('listWebhookDeliveries', 'every attempt', every, (attempts) => attempts.map(describeDelivery))
+  keep('listWebhookDeliveries', 'If-None-Match with its ETag', await api.GET('/webhooks/{endpointId}/deliveries', {
+    params: { path: { endpointId }, header: { 'If-None-Match': every.response.headers.get('etag') ?? '' } }
+  }))
+  let cursor: string | undefined
+  for (let page = 1; page <= 100; page++) {
+    const result = await api.GET('/webhooks/{endpointId}/deliveries', { params: { path: { endpointId }, query: { limit: 3, cursor } } })
+    keepDescribed('listWebhookDeliveries', `page ${page} of 3 attempts`, result, (attempts) => attempts.map(describeDelivery))
+    cursor = nextCursor(result.response)
+    if (cursor === undefined) break
+  }
+  keepDescribed('listWebhookDeliveries', 'a cursor the service did not give', await api.GET('/webhooks/{endpointId}/deliveries', {
+    params: { path: { endpointId }, query: { cursor: 'not-a-cursor' } }
+  }), () => [])
+}
+
 /** Errors every operation can answer: an unknown key (401), a key without the scope (403), over the limit (429). */
 async function everywhere (): Promise<void> {
   const unknownKey = await client('psk_unknownunknownunknownunknownunknownunknownu').GET('/inventory')
@@ -218,6 +432,8 @@ async function run (): Promise<void> {
   await listInventory()
   await getPetById()
   await listOrders()
+  // The receiver's endpoint before any change, so that it gets the events of every change below.
+  await webhookEndpoints()
   await updateInventory()
   await everywhere()
   // The orders last: they change the inventory the calls above are compared with.
@@ -225,7 +441,10 @@ async function run (): Promise<void> {
   await getOrderById()
   await updateOrder()
   await cancelOrder()
+  await webhookDeliveries()
 }
 
 await run()
-process.stdout.write(JSON.stringify({ operations: report, descriptions }) + '\n')
+receiver.closeAllConnections()
+receiver.close()
+process.stdout.write(JSON.stringify({ operations: report, descriptions, events: received }) + '\n')
