@@ -167,8 +167,6 @@ export interface paths {
          *     `true`. When the stock is now below the order's quantity (`updateInventory` lowered it
          *     since the order was placed), delivering is `409 insufficient_stock` and nothing changes.
          *     Every change shows at once in `GET /v1/inventory` (status and `ETag`).
-         *
-         *     **Beta**: the request and its rules may still change before this operation becomes stable.
          */
         patch: operations["updateOrder"];
         trace?: never;
