@@ -254,7 +254,9 @@ export interface paths {
          * @description Makes a new signing secret, shown only in this answer. For 24 hours
          *     (`previousSecretExpiresAt`) each delivery carries two signatures, one by each secret, so
          *     the receiver can switch to the new one without losing a delivery; then only the new one
-         *     signs. Rotating again within the 24 hours replaces the older secret.
+         *     signs. Rotating again within the 24 hours keeps the secret from before the first rotation
+         *     signing beside the newest (for 24 hours from the latest rotation): a retry whose answer
+         *     was lost never takes away the secret your receiver holds.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;

@@ -96,9 +96,17 @@ const q = {
   remove: statement('webhooks.remove', (db, arg: Arg<{ apiKeyId: string, id: number }>) => db
     .deleteFrom('webhook_endpoints').where('id', '=', arg('id')).where('api_key_id', '=', arg('apiKeyId'))),
   // The deliveries of the endpoint go with it (ON DELETE CASCADE), and so do their attempts.
-  rotate: statement('webhooks.rotate', (db, arg: Arg<{ apiKeyId: string, id: number, secret: string, expiresAt: number, at: string }>) => db
+  // Within a rotation's window the secret from before it keeps signing: a second rotation (a
+  // retry whose first answer was lost, say) replaces only the secret no receiver may have yet.
+  rotate: statement('webhooks.rotate', (db, arg: Arg<{ apiKeyId: string, id: number, secret: string, now: number, expiresAt: number, at: string }>) => db
     .updateTable('webhook_endpoints')
-    .set((eb) => ({ previous_secret: eb.ref('secret'), secret: arg('secret'), previous_secret_expires_at: arg('expiresAt'), updated_at: arg('at') }))
+    .set((eb) => ({
+      previous_secret: eb.case().when(eb.and([eb('previous_secret', 'is not', null), eb('previous_secret_expires_at', '>', arg('now'))]))
+        .then(eb.ref('previous_secret')).else(eb.ref('secret')).end(),
+      secret: arg('secret'),
+      previous_secret_expires_at: arg('expiresAt'),
+      updated_at: arg('at')
+    }))
     .where('id', '=', arg('id')).where('api_key_id', '=', arg('apiKeyId'))),
   attempts: statement('webhooks.attempts', (db, arg: Arg<{ endpointId: number, beforeId: number, limit: number }>) => db
     .selectFrom('webhook_attempts as a')
@@ -246,8 +254,9 @@ export function webhooksRepository (store: Store, box: SecretBox, now: () => num
 
     rotate: (apiKeyId, id, secret) => data.write(function * () {
       yield * lockRow('api_keys', apiKeyId)
-      const expiresAt = now() + ROTATION_OVERLAP_MS
-      if ((yield * run(q.rotate, { apiKeyId, id, secret: box.seal(secret), expiresAt, at: iso() })) === 0) return undefined
+      const at = now()
+      const expiresAt = at + ROTATION_OVERLAP_MS
+      if ((yield * run(q.rotate, { apiKeyId, id, secret: box.seal(secret), now: at, expiresAt, at: new Date(at).toISOString() })) === 0) return undefined
       const endpoint = yield * endpointOf(apiKeyId, id)
       return endpoint && { endpoint, previousSecretExpiresAt: new Date(expiresAt).toISOString() }
     }),

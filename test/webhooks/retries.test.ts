@@ -94,6 +94,15 @@ t.test('a rotated secret: both secrets sign until the old one expires, then the 
   await patch(1, 62)
   const after = (await receiver.until(2))[1]!
   t.same(verifiedBy(after, [rotated.secret, endpoint.secret]), [rotated.secret], 'after them: the new secret alone')
+
+  // Two rotations in a row (a retry after a lost answer): the secret the receiver holds still signs.
+  const rotate = async () => (await api.request({ method: 'POST', url: `/v1/webhooks/${endpoint.id}/secret`, headers })).json() as { secret: string }
+  const lost = await rotate()
+  now += 3600_000
+  const latest = await rotate()
+  await patch(1, 63)
+  const twice = (await receiver.until(3))[2]!
+  t.same(verifiedBy(twice, [latest.secret, lost.secret, rotated.secret]), [latest.secret, rotated.secret], 'the newest and the one from before the first rotation sign; the one in between does not')
 })
 
 t.test('an event whose body breaks its schema is not sent: failed as invalid_payload, logged and counted', async (t) => {
