@@ -14,7 +14,7 @@ import { copyProject, headers, json, npmScript, ref, timed as timedStep } from '
 import { type ServerProcess, startServer } from './helpers/server-process.js'
 
 // Issue 20, "Proof": on a copy of the project, a write operation backed by a new table is added
-// the way docs/changing-the-api.md ("Adding data") says: the operations in openapi.yaml,
+// the way docs/adding-data.md says: the operations in openapi.yaml,
 // generate, a migration per engine, the table in src/store/schema.ts, one repository written
 // once, decorated, three handlers (one a paged list, with the API's one cursor and header components:
 // issue 40). No cache, batching, invalidation or change-trigger code is
@@ -64,7 +64,7 @@ const insert = (file: string, after: RegExp, text: string) => {
 const timed = <T> (step: string, work: () => Promise<T>) => timedStep(t, step, work)
 const id = { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }
 const everyOperation = {
-  400: ref('BadRequest'), 401: ref('Unauthorized'), 404: ref('NotFound'), 405: ref('MethodNotAllowed'), 429: ref('TooManyRequests'), 500: ref('InternalError'), 503: ref('ServiceUnavailable')
+  400: ref('BadRequest'), 401: ref('Unauthorized'), 403: ref('Forbidden'), 404: ref('NotFound'), 405: ref('MethodNotAllowed'), 429: ref('TooManyRequests'), 500: ref('InternalError'), 503: ref('ServiceUnavailable')
 }
 
 // The fixture: "holds", units of a pet set aside, under a path no real operation will take.
@@ -100,6 +100,7 @@ const fixtureFiles = async () => {
     get: {
       operationId: 'fixtureListHolds',
       tags: ['Inventory'],
+      security: [{ bearerAuth: ['inventory:read'] }],
       summary: 'List holds',
       description: 'Every hold, ordered by `id`, one page at a time (see *Paging* in the introduction).',
       parameters: [{ $ref: '#/components/parameters/RequestId' }, { $ref: '#/components/parameters/PageLimit' }, { $ref: '#/components/parameters/PageCursor' }],
@@ -112,6 +113,7 @@ const fixtureFiles = async () => {
     post: {
       operationId: 'fixturePlaceHold',
       tags: ['Inventory'],
+      security: [{ bearerAuth: ['inventory:write'] }],
       summary: 'Set units of a pet aside',
       description: "Takes up to `quantity` units out of the pet's stock and records them as a hold.",
       parameters: [{ $ref: '#/components/parameters/RequestId' }],
@@ -123,6 +125,7 @@ const fixtureFiles = async () => {
     get: {
       operationId: 'fixtureGetHold',
       tags: ['Inventory'],
+      security: [{ bearerAuth: ['inventory:read'] }],
       summary: 'Find a hold by id',
       description: 'Returns one hold. `HEAD` answers as this does, without a body.',
       parameters: [{ name: 'holdId', in: 'path', required: true, schema: id }, { $ref: '#/components/parameters/RequestId' }],
@@ -294,6 +297,7 @@ t.test('a write backed by a new table, added with no change to caches or batchin
   // PostgreSQL gets no demo key: one is made in the schema the server migrated.
   const keyStore = createPostgresStore(url())
   const postgresKey = (await issueApiKey(keyStore, { name: 'data-evolution', plan: 'free', scopes: ALL_SCOPES })).secret
+  const readOnlyKey = (await issueApiKey(keyStore, { name: 'read only', plan: 'free', scopes: ['inventory:read'] })).secret
   await keyStore.close()
 
   let postgresStock = 0
@@ -339,6 +343,11 @@ t.test('a write backed by a new table, added with no change to caches or batchin
       { status: 404, body: { code: 'not_found', message: 'no inventory entry for pet 999999', status: 404 } }, `${engine}: a pet without inventory entry`)
     t.same(await call('GET', '/zz-fixture/holds/999999'), { status: 404, body: { code: 'not_found', message: 'no hold with id 999999', status: 404 } }, `${engine}: an unknown hold`)
     t.match(await call('POST', '/zz-fixture/holds', { petId: 1, quantity: 0 }), { status: 400, body: { code: 'invalid_request' } }, `${engine}: the body is validated from openapi.yaml`)
+    if (server === servers[1]) {
+      const refused = await fetch(`${server.baseUrl}/v1/zz-fixture/holds`, { method: 'POST', headers: { authorization: `Bearer ${readOnlyKey}`, 'content-type': 'application/json' }, body: '{"petId":1,"quantity":1}' })
+      t.equal(refused.headers.get('www-authenticate'), 'Bearer realm="petstore", error="insufficient_scope", scope="inventory:write"', `${engine}: the scope its security requirement names is enforced (403)`)
+      t.equal((await fetch(`${server.baseUrl}/v1/zz-fixture/holds`, { headers: { authorization: `Bearer ${readOnlyKey}` } })).status, 200, `${engine}: and the read's scope is enough to list`)
+    }
     t.equal(await server.stop(), 0, `${engine}: the server stops cleanly`)
   }
   t.same(await adminQuery(`SELECT pet_id::int AS "petId", quantity FROM ${schema}.zz_fixture_holds ORDER BY id`), [{ petId: 1, quantity: postgresStock - 1 }, { petId: 1, quantity: 1 }], 'PostgreSQL: the rows are in the new table')

@@ -32,17 +32,17 @@ function enumOf<T extends string> (name: string, values: Record<T, T>): (text: s
   }
 }
 
-/** The status words a query computes (statusExpression); typed over every PetStatus of the schema. */
 /**
  * The status rule of openapi.yaml (PetStatus) in JavaScript, for what the database does not
  * compute itself (the inventory.updated events of an order's change): sold at 0, pending when
  * open orders reserve at least the stock, available otherwise. The same rule as statusExpression
- * (sql.ts); the coherence of the two is tested (test/webhooks/events.test.ts).
+ * (sql.ts); test/repositories/repository-suite.ts checks that the two agree, on both engines.
  */
 export function statusOf (quantity: number, reserved: number): PetStatus {
   return quantity === 0 ? 'sold' : reserved >= quantity ? 'pending' : 'available'
 }
 
+/** The status words a query computes (statusExpression); typed over every PetStatus of the schema. */
 export const toPetStatus = enumOf<PetStatus>('pet status', { available: 'available', pending: 'pending', sold: 'sold' })
 
 /** An inventory row as selected with inventorySelectList (inventory-fields.ts): the fields under their names. */

@@ -5,6 +5,7 @@ import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { ordersRepository } from '../../src/repositories/orders.js'
 import { petsRepository } from '../../src/repositories/pets.js'
 import { statement, type Arg } from '../../src/store/query.js'
+import { statusOf } from '../../src/store/rows.js'
 import type { Store } from '../../src/store/types.js'
 import { all, first, lockRow, run, tryLock, type Work } from '../../src/store/work.js'
 import type { StoreFactory } from '../store/store-suite.js'
@@ -53,6 +54,27 @@ async function setUp (t: Test, factory: StoreFactory) {
 
 /** Every repository method, written once and run on each engine (sqlite.test.ts, postgres.test.ts here). */
 export function repositorySuite (t: Test, factory: StoreFactory): void {
+  t.test('the status rule: statusOf (JavaScript, for the events) agrees with the SQL of every list', async (t) => {
+    const store: Store = await factory(t)
+    // Every stock of 0…3 against open orders reserving 0…4 units, and orders that reserve nothing
+    // (delivered, and a cancelled one's absence): one pet per pair.
+    const pairs = [0, 1, 2, 3].flatMap((quantity) => [0, 1, 2, 3, 4].map((reserved) => ({ quantity, reserved })))
+    let orderId = 0
+    await store.importCatalogue({
+      pets: pairs.map((_, i) => ({ id: i + 1, name: `Pet ${i + 1}`, photoUrls: [] })),
+      inventory: pairs.map(({ quantity }, i) => ({ petId: i + 1, quantity })),
+      orders: pairs.flatMap(({ reserved }, i) => [
+        ...(reserved > 0 ? [{ id: ++orderId, petId: i + 1, quantity: Math.ceil(reserved / 2), shipDate: SHIP, status: 'placed' as const, complete: false }] : []),
+        ...(reserved > 1 ? [{ id: ++orderId, petId: i + 1, quantity: Math.floor(reserved / 2), shipDate: SHIP, status: 'approved' as const, complete: false }] : []),
+        { id: ++orderId, petId: i + 1, quantity: 3, shipDate: SHIP, status: 'delivered' as const, complete: true }
+      ])
+    })
+    const listed = await inventoryRepository(store, EVENT_SCOPES).list()
+    t.same(listed.map((item) => item.status), pairs.map(({ quantity, reserved }) => statusOf(quantity, reserved)),
+      `the ${pairs.length} pairs of stock and reserved units get the same status from both`)
+    t.same(new Set(listed.map((item) => item.status)), new Set(['sold', 'pending', 'available']), 'every status is among them')
+  })
+
   t.test('place: reserves stock, never beyond it; the status follows at once', async (t) => {
     const r = await setUp(t, factory)
     const first = await r.orders.place({ petId: 1, quantity: 5, shipDate: SHIP })
