@@ -81,3 +81,4 @@ export async function until (check: () => boolean | Promise<boolean>, ms: number
     await sleep(100)
   }
 }
+
