@@ -14,7 +14,7 @@ import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { processClient } from '../helpers/process-client.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver } from '../helpers/webhook-receiver.js'
-import { bodyOf, countById, deliveryLog, type Outbox, QUICK_WEBHOOKS, recordedEventIds, subscribe, until, webhookId } from '../helpers/webhook-processes.js'
+import { bodyOf, countById, deliveryLog, type Outbox, pendingDeliveries, QUICK_WEBHOOKS, recordedEventIds, subscribe, until, webhookId } from '../helpers/webhook-processes.js'
 
 async function killedAfterAnswer (t: Test, databaseUrl: string, outbox: Outbox): Promise<void> {
   const env = { DATABASE_URL: databaseUrl, ...QUICK_WEBHOOKS }
@@ -65,6 +65,8 @@ async function killedAfterAnswer (t: Test, databaseUrl: string, outbox: Outbox):
   t.match(bodies.find((b) => b.type === 'inventory.updated' && b.data.petId === 2), { data: { quantity: 32 } }, 'pet 2\'s PATCH, answered just before the kill')
   t.match(bodies.find((b) => b.type === 'order.placed'), { data: { id: orderId, petId: 10, quantity: 1 } }, 'the order placed just before the kill')
 
+  // The receiver has answered; the attempts are logged once the server has read those answers.
+  t.ok(await until(async () => (await pendingDeliveries(outbox)) === 0, 10_000), 'every delivery settled')
   const log = await deliveryLog(api, endpoint.id)
   for (const id of recorded) {
     t.ok(log.some((attempt) => attempt.eventId === id && attempt.statusCode === 204 && attempt.nextAttemptAt === null), `${id}: the log shows it delivered`)
