@@ -43,7 +43,7 @@ t.test('two PostgreSQL instances deliver the events of 2,000 changes once each',
   const missing = recorded.filter((id) => !counts.has(id))
   const extra = [...counts.keys()].filter((id) => !new Set(recorded).has(id))
   const twice = [...counts.values()].filter((n) => n > 1).length
-  t.comment(`recorded ${recorded.length}, received ${receiver.received.length} requests for ${counts.size} events, ${twice} events more than once`)
+  t.comment(`recorded ${recorded.length}, received ${receiver.received.length} requests for ${counts.size} events, ${twice} of them more than once`)
   t.same(missing, [], 'every recorded event was received')
   t.same(extra, [], 'and nothing else')
   t.equal(twice, 0, 'none twice')
