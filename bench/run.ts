@@ -17,8 +17,9 @@ import { type Build, copySqlite, Postgres, removeSqlite, seed } from './lib/data
 import { type Answer, ask, differences } from './lib/floor-check.js'
 import { type Request, runLoad } from './lib/load.js'
 import { coreCount, cpuModel, cpuSeconds, machineJiffies, onPath } from './lib/proc.js'
-import { type Cell, markdownTable, type Sample, sampleLine, summarize } from './lib/report.js'
+import { type Cell, deliveryTable, markdownTable, type Sample, sampleLine, summarize } from './lib/report.js'
 import { type Server, type ServerSpec, startServer, waitIdle } from './lib/servers.js'
+import { allArrived, changes, quiet, startReceiver, subscribe } from './lib/webhooks.js'
 
 const USAGE = 'npm run bench [-- --quick] [--only w1,w2] [--configs c1,c2] [--rounds N] [--duration S] [--warmup S] [--baseline DIR] [--out DIR]'
 const usageError = (message: string): never => {
@@ -52,7 +53,7 @@ const quick = args!.quick === true
 
 // ---- Workloads and configurations -----------------------------------------------------------
 
-const CONFIGS = ['bare', 'floor', 'sqlite', 'postgres', 'express', 'baseline'] as const
+const CONFIGS = ['bare', 'floor', 'sqlite', 'postgres', 'express', 'baseline', 'baseline-pg'] as const
 type Config = typeof CONFIGS[number]
 const titles: Record<string, string> = {
   bare: 'bare Fastify (ceiling)',
@@ -60,7 +61,8 @@ const titles: Record<string, string> = {
   sqlite: 'service, SQLite',
   postgres: 'service, PostgreSQL',
   express: 'Express peer, SQLite',
-  baseline: 'baseline build, SQLite'
+  baseline: 'baseline build, SQLite',
+  'baseline-pg': 'baseline build, PostgreSQL'
 }
 
 interface Workload {
@@ -74,6 +76,8 @@ interface Workload {
   configs: Config[]
   /** Sent once to each fresh server before its warm-up. */
   prepare?: Request[]
+  /** `subscribed`: an endpoint takes every change's event; `delivery`: the delivery run (no wrk). */
+  webhooks?: 'subscribed' | 'delivery'
 }
 
 const list: Request = { method: 'GET', path: '/v1/inventory' }
@@ -91,11 +95,14 @@ const allWorkloads: Workload[] = [
   { id: 'list-100', title: 'GET list, 100', size: 100, connections: 50, requests: [list], configs: everyone },
   { id: 'get-pet', title: 'GET pet', size: 100, connections: 50, requests: getPets, configs: everyone },
   { id: 'patch', title: 'PATCH inventory', size: 100, connections: 50, requests: patches, configs: everyone },
+  // Its ratios are to the PATCH without an endpoint on the same engine, in the same round.
+  { id: 'patch-hooked', title: 'PATCH inventory, 1 endpoint subscribed (÷ PATCH)', size: 100, connections: 50, requests: patches, configs: ['sqlite', 'postgres'], webhooks: 'subscribed' },
   // The Express peer cannot place orders (bench/peers/express.ts says why).
   { id: 'place-order', title: 'POST order', size: 100, connections: 50, requests: orders, configs: ['bare', 'floor', 'sqlite', 'postgres'], prepare: stock },
   { id: 'list-10k', title: 'GET list, 10,000', size: 10_000, connections: 50, requests: [list], configs: everyone },
   // The floor rebuilds its whole list after each write (no floor there); the peer takes ~0.3 s per answer.
-  { id: 'list-100k-writes', title: 'GET list, 100,000, 1 PATCH in 10', size: 100_000, connections: 10, requests: listWhileWriting, configs: ['bare', 'sqlite', 'postgres'] }
+  { id: 'list-100k-writes', title: 'GET list, 100,000, 1 PATCH in 10', size: 100_000, connections: 10, requests: listWhileWriting, configs: ['bare', 'sqlite', 'postgres'] },
+  { id: 'deliver-10k', title: 'events delivered', size: 100, connections: 50, requests: [], configs: ['sqlite', 'postgres'], webhooks: 'delivery' }
 ]
 for (const w of allWorkloads) titles[w.id] = w.title
 // An A/B compares the per-request path unless --only says otherwise.
@@ -112,7 +119,7 @@ const onlyWorkloads = split(args!.only) ?? (baselineDir === undefined ? allWorkl
 const onlyConfigs = split(args!.configs) ?? (baselineDir === undefined ? everyone : ['sqlite', 'baseline'])
 for (const id of onlyWorkloads) if (!allWorkloads.some((w) => w.id === id)) usageError(`unknown workload ${id} (known: ${allWorkloads.map((w) => w.id).join(', ')})`)
 for (const c of onlyConfigs) if (!(CONFIGS as readonly string[]).includes(c)) usageError(`unknown configuration ${c} (known: ${CONFIGS.join(', ')})`)
-if (onlyConfigs.includes('baseline') && baselineDir === undefined) usageError('the configuration baseline needs --baseline DIR')
+for (const c of ['baseline', 'baseline-pg']) if (onlyConfigs.includes(c) && baselineDir === undefined) usageError(`the configuration ${c} needs --baseline DIR`)
 
 const wholeNumber = (option: string, value: string | undefined, fallback: number, min: number): number => {
   if (value === undefined) return fallback
@@ -127,7 +134,8 @@ const warmupSec = wholeNumber('warmup', args!.warmup, quick ? 0 : 2, 0)
 
 const workloads = allWorkloads
   .filter((w) => onlyWorkloads.includes(w.id))
-  .map((w) => ({ ...w, configs: [...w.configs, ...(w.configs.includes('sqlite') ? ['baseline' as const] : [])].filter((c) => onlyConfigs.includes(c)) }))
+  // A baseline build has no webhooks.
+  .map((w) => ({ ...w, configs: [...w.configs, ...(w.webhooks === undefined ? (['baseline', 'baseline-pg'] as const).filter((b) => w.configs.includes(b === 'baseline' ? 'sqlite' : 'postgres')) : [])].filter((c) => onlyConfigs.includes(c)) }))
   .filter((w) => w.configs.length > 0)
 if (workloads.length === 0) usageError(`none of the workloads ${onlyWorkloads.join(', ')} runs on ${onlyConfigs.join(', ')}`)
 if (!onPath('wrk')) {
@@ -180,10 +188,12 @@ function checkout (dir: string): string {
 }
 
 /** Which template a configuration's data is copied from: its engine and build. */
-const templateKind = (config: Config) => config === 'postgres' ? 'postgres' : config === 'baseline' ? 'baseline' : 'sqlite'
-const serviceEnv = { NODE_ENV: 'production', LOG_LEVEL: 'warn', SEED: 'false' }
+const templateKind = (config: Config) => config === 'baseline-pg' ? 'baselinepg' : config === 'postgres' || config === 'baseline' ? config : 'sqlite'
+// Webhook endpoints on loopback (the benchmark's receiver); a build without webhooks ignores it.
+const serviceEnv = { NODE_ENV: 'production', LOG_LEVEL: 'warn', SEED: 'false', WEBHOOK_ALLOW_PRIVATE: 'true' }
 const thisBuild: Build = { dist: buildDir, cwd: projectRoot }
-const builds: Record<'sqlite' | 'postgres' | 'baseline', Build> = { sqlite: thisBuild, postgres: thisBuild, baseline: { dist: join(baselineDir ?? '', 'dist'), cwd: baselineDir ?? '' } }
+const baselineBuild: Build = { dist: join(baselineDir ?? '', 'dist'), cwd: baselineDir ?? '' }
+const builds: Record<'sqlite' | 'postgres' | 'baseline' | 'baselinepg', Build> = { sqlite: thisBuild, postgres: thisBuild, baseline: baselineBuild, baselinepg: baselineBuild }
 const templates = new Map<string, { location: string, key: string }>()
 const payloads = new Map<number, string>()
 const cells: Cell[] = workloads.flatMap((w) => w.configs.map((config) => ({ workload: w.id, config, samples: [] as Sample[] })))
@@ -201,12 +211,13 @@ async function freshData (config: Config, size: number): Promise<{ spec: ServerS
   const kind = config === 'bare' ? 'sqlite' : templateKind(config)
   const template = templates.get(`${kind}-${size}`)!
   const tsx = (file: string) => ['--import', 'tsx', join(projectRoot, 'bench', file)]
-  if (config === 'postgres') {
+  if (config === 'postgres' || config === 'baseline-pg') {
     const name = `${pgPrefix}_${nextDatabase++}`
     pgDatabases.add(name)
     const url = await pg.create(name, template.location)
     const dispose = async () => { await pg.drop(name); pgDatabases.delete(name) }
-    return { spec: { args: [join(buildDir, 'src', 'server.js')], env: { ...serviceEnv, DATABASE_URL: url }, cwd: projectRoot }, key: template.key, database: name, dispose }
+    const build = config === 'postgres' ? thisBuild : baselineBuild
+    return { spec: { args: [join(build.dist, 'src', 'server.js')], env: { ...serviceEnv, DATABASE_URL: url }, cwd: build.cwd }, key: template.key, database: name, dispose }
   }
   if (config === 'bare') {
     return { spec: { args: tsx('servers/bare.ts'), env: { NODE_ENV: 'production', PAYLOAD_FILE: payloads.get(size)!, ENTRIES: String(size) }, cwd: projectRoot }, key: template.key, dispose: async () => {} }
@@ -229,10 +240,12 @@ const probes = new Map<string, Answer>()
 
 async function measure (w: Workload, config: Config, round: number): Promise<Sample> {
   const fresh = await freshData(config, w.size)
+  const receiver = w.webhooks === 'subscribed' ? await startReceiver() : undefined
   try {
     const server = running = await startServer(fresh.spec, serverCore, join(scratch, `${config}-${w.id}.log`))
     const headers: Record<string, string> = { authorization: `Bearer ${fresh.key}` }
     if (w.requests.some((r) => r.body !== undefined)) headers['content-type'] = 'application/json'
+    if (receiver !== undefined) await subscribe(server.baseUrl, headers, receiver)
     for (const request of w.prepare ?? []) {
       const answer = await ask(server.baseUrl, request, headers)
       if (answer.status >= 400) throw new Error(`${config}: ${request.method} ${request.path} answered ${answer.status}: ${answer.body.slice(0, 200)}`)
@@ -241,19 +254,16 @@ async function measure (w: Workload, config: Config, round: number): Promise<Sam
     const load = { baseUrl: server.baseUrl, requests: w.requests, headers, connections: w.connections, core: wrkCore, scriptFile: join(scratch, 'wrk.lua') }
     if (warmupSec > 0) {
       await runLoad({ ...load, seconds: warmupSec })
+      if (receiver !== undefined) await quiet(receiver)
       await waitIdle(server.pid)
     }
 
-    const dbBefore = new Map(fresh.database === undefined ? [] : (await pg.backends(fresh.database)).map((pid) => [pid, cpuSeconds(pid) ?? 0]))
-    const cpuBefore = cpuSeconds(server.pid)!
-    const machineBefore = machineJiffies()
+    const before = await cpuNow(server.pid, fresh.database)
+    const deliveredBefore = receiver?.requests ?? 0
     const result = await runLoad({ ...load, seconds: durationSec })
-    const cpu = (cpuSeconds(server.pid) ?? cpuBefore) - cpuBefore
-    const machineAfter = machineJiffies()
-    // Backends the pool opened meanwhile count from zero.
-    const dbCpu = fresh.database === undefined ? undefined : sum((await pg.backends(fresh.database)).map((pid) => (cpuSeconds(pid) ?? 0) - (dbBefore.get(pid) ?? 0)))
-    const busyCores = coreCount() * (machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total)
-    const serverCpu = cpu / result.seconds
+    // The deliveries of the events recorded by the measured PATCHes are part of their cost.
+    if (receiver !== undefined && !await quiet(receiver)) throw new Error(`${config}: the deliveries of ${w.id} did not end within 2 min`)
+    const { cpu, dbCpu, serverCpu, otherCpu } = await cpuSince(before, server.pid, fresh.database, result.wrkCpu, receiver === undefined ? result.seconds : undefined)
     return {
       round,
       answers: result.answers,
@@ -265,11 +275,77 @@ async function measure (w: Workload, config: Config, round: number): Promise<Sam
       cpuPerAnswer: cpu * 1e6 / result.answers,
       ...(dbCpu === undefined ? {} : { dbPerAnswer: dbCpu * 1e6 / result.answers }),
       serverCpu,
-      otherCpu: Math.max(0, busyCores - serverCpu - result.wrkCpu / result.seconds - (dbCpu ?? 0) / result.seconds)
+      otherCpu,
+      ...(receiver === undefined ? {} : { deliveries: receiver.requests - deliveredBefore })
     }
   } finally {
     await running?.stop()
     running = undefined
+    await receiver?.close()
+    await fresh.dispose()
+  }
+}
+
+type CpuMark = Awaited<ReturnType<typeof cpuNow>>
+/** CPU times at the start of a measurement: the server's, its database backends', the machine's and the runner's own (the receiver runs in it). */
+async function cpuNow (pid: number, database: string | undefined) {
+  const db = new Map(database === undefined ? [] : (await pg.backends(database)).map((p) => [p, cpuSeconds(p) ?? 0]))
+  return { db, server: cpuSeconds(pid)!, machine: machineJiffies(), runner: process.cpuUsage(), at: performance.now() }
+}
+
+/** CPU used since `before`; shares of a core over `seconds` (default: the wall time since). */
+async function cpuSince (before: CpuMark, pid: number, database: string | undefined, wrkCpu: number, seconds = (performance.now() - before.at) / 1000) {
+  const cpu = (cpuSeconds(pid) ?? before.server) - before.server
+  const machine = machineJiffies()
+  const runner = process.cpuUsage(before.runner)
+  // Backends the pool opened meanwhile count from zero.
+  const dbCpu = database === undefined ? undefined : sum((await pg.backends(database)).map((p) => (cpuSeconds(p) ?? 0) - (before.db.get(p) ?? 0)))
+  const busyCores = coreCount() * (machine.busy - before.machine.busy) / Math.max(1, machine.total - before.machine.total)
+  const serverCpu = cpu / seconds
+  const mine = (runner.user + runner.system) / 1e6
+  return { cpu, dbCpu, serverCpu, otherCpu: Math.max(0, busyCores - serverCpu - (wrkCpu + (dbCpu ?? 0) + mine) / seconds) }
+}
+
+/** Events of the delivery run: one per PATCH. --quick sends a tenth, as a smoke run. */
+const EVENTS = quick ? 1000 : 10_000
+
+/**
+ * The delivery run: an endpoint subscribed, then EVENTS PATCHes as fast as 50 connections send
+ * them; the figure is the time from the first change to the last event's arrival at the receiver.
+ */
+async function measureDelivery (w: Workload, config: Config, round: number): Promise<Sample> {
+  const fresh = await freshData(config, w.size)
+  const receiver = await startReceiver()
+  try {
+    const server = running = await startServer(fresh.spec, serverCore, join(scratch, `${config}-${w.id}.log`))
+    const headers = { authorization: `Bearer ${fresh.key}`, 'content-type': 'application/json' }
+    await subscribe(server.baseUrl, headers, receiver)
+    await waitIdle(server.pid)
+    const before = await cpuNow(server.pid, fresh.database)
+    const startedAt = Date.now()
+    const { failed } = await changes(server.baseUrl, headers, EVENTS, w.connections)
+    const changesSeconds = (Date.now() - startedAt) / 1000
+    await allArrived(receiver, EVENTS - failed, 180_000)
+    const seconds = ((receiver.ids.size >= EVENTS - failed ? receiver.lastNewAt : Date.now()) - startedAt) / 1000
+    const { cpu, dbCpu, serverCpu, otherCpu } = await cpuSince(before, server.pid, fresh.database, 0)
+    return {
+      round,
+      answers: EVENTS - failed,
+      seconds,
+      rps: receiver.ids.size / seconds,
+      p50: NaN,
+      p99: NaN,
+      errors: failed,
+      cpuPerAnswer: cpu * 1e6 / receiver.ids.size,
+      ...(dbCpu === undefined ? {} : { dbPerAnswer: dbCpu * 1e6 / receiver.ids.size }),
+      serverCpu,
+      otherCpu,
+      delivery: { changesSeconds, lost: Math.max(0, EVENTS - failed - receiver.ids.size), duplicates: receiver.requests - receiver.ids.size }
+    }
+  } finally {
+    await running?.stop()
+    running = undefined
+    await receiver.close()
     await fresh.dispose()
   }
 }
@@ -290,11 +366,11 @@ try {
   console.log(`Seeding ${[...needed].join(', ')} through the CLIs of each build`)
   // Each template on its own database: they are seeded side by side.
   await Promise.all([...needed].map(async (id) => {
-    const [kind, size] = id.split('-') as ['sqlite' | 'postgres' | 'baseline', string]
-    if (kind === 'postgres') {
-      const name = `${pgPrefix}_template_${size}`
+    const [kind, size] = id.split('-') as ['sqlite' | 'postgres' | 'baseline' | 'baselinepg', string]
+    if (kind === 'postgres' || kind === 'baselinepg') {
+      const name = `${pgPrefix}_template_${kind}_${size}`
       pgDatabases.add(name)
-      templates.set(id, { location: name, key: await seed(builds.postgres, await pg.create(name), Number(size)) })
+      templates.set(id, { location: name, key: await seed(builds[kind], await pg.create(name), Number(size)) })
       await pg.analyze(name)
     } else {
       const file = join(scratch, `template-${id}.db`)
@@ -323,7 +399,7 @@ try {
       // Each round starts one configuration further on: no configuration always goes first.
       const shift = (round - 1) % w.configs.length
       for (const config of [...w.configs.slice(shift), ...w.configs.slice(0, shift)]) {
-        const sample = await measure(w, config, round)
+        const sample = w.webhooks === 'delivery' ? await measureDelivery(w, config, round) : await measure(w, config, round)
         cells.find((c) => c.workload === w.id && c.config === config)!.samples.push(sample)
         console.log(sampleLine(w.id, config, rounds, sample))
       }
@@ -348,6 +424,8 @@ const samples = cells.flatMap((c) => c.samples)
 const errorCount = sum(samples.map((s) => s.errors))
 if (errorCount > 0) note(`${errorCount} requests failed (status 400 or more, or socket errors): the figures of those measurements are not the workload's`)
 if (samples.some((s) => s.answers === 0)) note('some measurements got no answer at all')
+const lost = sum(samples.map((s) => s.delivery?.lost ?? 0))
+if (lost > 0) note(`${lost} events never reached the receiver within 3 min of their change`)
 const busiest = Math.max(0, ...samples.map((s) => s.otherCpu))
 if (busiest > 0.2) note(`other processes kept up to ${busiest.toFixed(2)} cores busy during a measurement: compare figures only within this run`)
 
@@ -355,9 +433,15 @@ function sum (values: number[]): number {
   return values.reduce((a, b) => a + b, 0)
 }
 
-const reference = workloads.some((w) => w.configs.includes('baseline')) ? 'baseline' : 'sqlite'
-const summaries = summarize(cells.filter((c) => c.samples.length > 0), reference)
-const table = markdownTable(summaries, titles, reference === 'baseline' ? 'baseline' : 'service')
+const reference = workloads.some((w) => w.configs.includes('baseline') || w.configs.includes('baseline-pg')) ? 'baseline' : 'sqlite'
+// In an A/B each engine's build is compared with the baseline's on the same engine.
+const referenceOf = (cell: Cell) => cell.workload === 'patch-hooked' ? { workload: 'patch', config: cell.config }
+  : { workload: cell.workload, config: reference === 'sqlite' ? 'sqlite' : cell.config === 'postgres' || cell.config === 'baseline-pg' ? 'baseline-pg' : 'baseline' }
+const measured = cells.filter((c) => c.samples.length > 0)
+const summaries = summarize(measured.filter((c) => c.workload !== 'deliver-10k'), referenceOf)
+const delivered = measured.filter((c) => c.workload === 'deliver-10k')
+const table = markdownTable(summaries, titles, reference === 'baseline' ? 'baseline' : 'service') +
+  (delivered.length === 0 ? '' : `\n\n${deliveryTable(delivered, titles, EVENTS)}`)
 const minutes = ((Date.now() - startedAt.getTime()) / 60_000).toFixed(1)
 const meta = {
   command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
@@ -384,7 +468,7 @@ Written by \`${meta.command}\` on ${meta.date}; ${minutes} min.
 - this checkout at ${meta.checkout}${baselineDir === undefined ? '' : `; baseline: ${baselineDir} at ${meta.baseline!.checkout} (its dist/)`}
 - load average before / after: ${meta.loadAverage.before.map((n) => n.toFixed(2)).join(' ')} / ${meta.loadAverage.after.map((n) => n.toFixed(2)).join(' ')}
 
-Medians over rounds; ratios are medians of per-round ratios to the ${reference === 'baseline' ? 'baseline build' : 'service on SQLite'} of the same workload.
+Medians over rounds; ratios are medians of per-round ratios to the ${reference === 'baseline' ? 'baseline build on the same engine' : 'service on SQLite'} of the same workload (with an endpoint subscribed: to PATCH without one, same engine).
 
 ${table}
 ${notes.length === 0 ? '' : `\n## Notes\n\n${notes.map((n) => `- ${n}`).join('\n')}\n`}`
@@ -392,4 +476,4 @@ mkdirSync(outDir, { recursive: true })
 writeFileSync(join(outDir, 'report.md'), report)
 writeFileSync(join(outDir, 'report.json'), JSON.stringify({ meta, summaries, cells }, null, 2) + '\n')
 console.log(`\n${table}\n\nwrote ${relative(process.cwd(), join(outDir, 'report.md'))} and report.json`)
-process.exitCode = failed || errorCount > 0 || samples.some((s) => s.answers === 0) ? 1 : 0
+process.exitCode = failed || errorCount > 0 || lost > 0 || samples.some((s) => s.answers === 0) ? 1 : 0

@@ -17,6 +17,10 @@ export interface Sample {
   serverCpu: number
   /** Cores anything else on the machine used meanwhile. */
   otherCpu: number
+  /** With an endpoint subscribed: the webhook requests its receiver got for this measurement's answers. */
+  deliveries?: number
+  /** The delivery workload: seconds until every change was answered, events the receiver never got, and got twice. */
+  delivery?: { changesSeconds: number, lost: number, duplicates: number }
 }
 
 export interface Cell {
@@ -58,9 +62,11 @@ function ratio (cell: Cell, reference: Cell | undefined, figure: (s: Sample) => 
   return ratios.length === 0 ? undefined : median(ratios)
 }
 
-export function summarize (cells: Cell[], reference: string): Summary[] {
+/** `reference` names the cell each cell's ratios are to: the same workload on another configuration, or another workload. */
+export function summarize (cells: Cell[], reference: (cell: Cell) => { workload: string, config: string }): Summary[] {
   return cells.map((cell) => {
-    const ref = cells.find((c) => c.workload === cell.workload && c.config === reference)
+    const { workload, config } = reference(cell)
+    const ref = cells.find((c) => c.workload === workload && c.config === config)
     const db = cell.samples.flatMap((s) => s.dbPerAnswer === undefined ? [] : [s.dbPerAnswer])
     return {
       workload: cell.workload,
@@ -92,8 +98,31 @@ export function markdownTable (summaries: Summary[], titles: Record<string, stri
   ].join('\n')
 }
 
+/** The delivery workload's table: a row per configuration, medians over rounds (the seconds' maximum too). */
+export function deliveryTable (cells: Cell[], titles: Record<string, string>, events: number): string {
+  const rows = cells.map((cell) => {
+    const of = (figure: (s: Sample) => number) => median(cell.samples.map(figure))
+    const total = (figure: (s: Sample) => number) => cell.samples.reduce((n, s) => n + figure(s), 0)
+    return `| ${titles[cell.config] ?? cell.config} | ${cell.samples.length} | ${fixed(of((s) => s.delivery!.changesSeconds), 1)} | ${fixed(of((s) => s.seconds), 1)} | ` +
+      `${fixed(Math.max(...cell.samples.map((s) => s.seconds)), 1)} | ${fixed(of((s) => s.rps), 0)} | ${fixed(of((s) => s.cpuPerAnswer), 1)} | ` +
+      `${fixed(cell.samples[0]?.dbPerAnswer === undefined ? undefined : of((s) => s.dbPerAnswer!), 1)} | ${total((s) => s.delivery!.lost)} | ${total((s) => s.delivery!.duplicates)} | ` +
+      `${total((s) => s.errors)} | ${Math.max(0, ...cell.samples.map((s) => s.otherCpu)).toFixed(2)} |`
+  })
+  return [
+    `| ${events.toLocaleString('en')} events to one receiver | rounds | changes answered, s | last delivery, s | slowest round, s | events/s | CPU µs/event | PG µs/event | lost | twice | errors | other cores |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows
+  ].join('\n')
+}
+
 /** The console's line for one measurement. */
 export function sampleLine (workload: string, config: string, rounds: number, s: Sample): string {
-  return `round ${s.round}/${rounds} ${workload.padEnd(16)} ${config.padEnd(8)} ${s.rps.toFixed(0).padStart(7)} req/s  p99 ${s.p99.toFixed(2).padStart(8)} ms  ` +
-    `${s.cpuPerAnswer.toFixed(1).padStart(8)} µs/answer${s.dbPerAnswer === undefined ? '' : ` + PG ${s.dbPerAnswer.toFixed(1)}`}  server CPU ${(s.serverCpu * 100).toFixed(0)}%  errors ${s.errors}  other cores ${s.otherCpu.toFixed(2)}`
+  const head = `round ${s.round}/${rounds} ${workload.padEnd(16)} ${config.padEnd(8)}`
+  const cpu = `${s.cpuPerAnswer.toFixed(1).padStart(8)} µs/${s.delivery === undefined ? 'answer' : 'event'}${s.dbPerAnswer === undefined ? '' : ` + PG ${s.dbPerAnswer.toFixed(1)}`}`
+  const tail = `server CPU ${(s.serverCpu * 100).toFixed(0)}%  errors ${s.errors}  other cores ${s.otherCpu.toFixed(2)}`
+  if (s.delivery !== undefined) {
+    return `${head} changes answered in ${s.delivery.changesSeconds.toFixed(1)} s, last delivery after ${s.seconds.toFixed(1)} s (${s.rps.toFixed(0)} events/s), ` +
+      `${s.delivery.lost} lost, ${s.delivery.duplicates} twice  ${cpu}  ${tail}`
+  }
+  return `${head} ${s.rps.toFixed(0).padStart(7)} req/s  p99 ${s.p99.toFixed(2).padStart(8)} ms  ${cpu}${s.deliveries === undefined ? '' : `  ${s.deliveries} deliveries`}  ${tail}`
 }

@@ -190,7 +190,9 @@ export class DeliveryWorker {
       statusCode,
       error: error ?? (statusCode !== null && (statusCode < 200 || statusCode >= 300) ? 'status_code' : null),
       durationMs: Math.max(0, options.now() - startedAt),
-      responseBody: body === null || body.length === 0 ? null : body.subarray(0, KEPT_BYTES).toString('utf8')
+      // As text, as the log keeps it: bytes that are not UTF-8, and NUL, which PostgreSQL's text
+      // refuses (an attempt that cannot be logged is made again, forever), read as U+FFFD.
+      responseBody: body === null || body.length === 0 ? null : body.subarray(0, KEPT_BYTES).toString('utf8').replaceAll('\0', '\uFFFD')
     })
     // Checked again at each attempt (a literal address is connected to without a lookup).
     if (urlProblem(delivery.url, options.allowPrivate) !== undefined) return Promise.resolve(finish(null, 'address_not_allowed', null))

@@ -1,0 +1,84 @@
+import Database from 'better-sqlite3'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { adminQuery } from './postgres.js'
+import type { ProcessClient } from './process-client.js'
+import type { Received } from './webhook-receiver.js'
+
+/**
+ * What the webhook tests on real processes give every server: http to loopback receivers, and a
+ * time limit and retries short enough that a test takes seconds. A delivery leased by a process
+ * that died is taken over WEBHOOK_TIMEOUT_MS + 5 s after it was claimed.
+ */
+export const QUICK_WEBHOOKS = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_RETRY_SCHEDULE: '500ms,500ms,500ms,500ms,500ms' }
+
+export interface Endpoint { id: number, secret: string, url: string, events: string[] }
+
+export async function subscribe (api: ProcessClient, url: string, events = ['inventory.updated', 'order.placed', 'order.approved', 'order.delivered', 'order.cancelled']): Promise<Endpoint> {
+  const res = await api.request('POST', '/v1/webhooks', { url, events })
+  if (res.status !== 201) throw new Error(`createWebhookEndpoint answered ${res.status}: ${res.text}`)
+  return res.json()
+}
+
+export interface Attempt { id: number, eventId: string, eventType: string, attempt: number, statusCode: number | null, error: string | null, durationMs: number, responseBody: string | null, nextAttemptAt: string | null }
+
+/** The endpoint's whole delivery log, newest first, every page (each answer checked against openapi.yaml). */
+export async function deliveryLog (api: ProcessClient, endpointId: number): Promise<Attempt[]> {
+  const log: Attempt[] = []
+  let path: string | undefined = `/v1/webhooks/${endpointId}/deliveries`
+  while (path !== undefined) {
+    const res = await api.request('GET', path)
+    if (res.status !== 200) throw new Error(`listWebhookDeliveries answered ${res.status}: ${res.text}`)
+    log.push(...res.json<Attempt[]>())
+    const next = /<([^>]+)>;\s*rel="next"/.exec(String(res.headers.link ?? ''))?.[1]
+    // The Link may be absolute (PUBLIC_BASE_URL): its path and query are what the client sends.
+    const url = next === undefined ? undefined : new URL(next, 'http://localhost')
+    path = url === undefined ? undefined : url.pathname + url.search
+  }
+  return log
+}
+
+export interface EventBody { id: string, type: string, createdAt: string, data: Record<string, unknown> }
+export const bodyOf = (received: Received) => JSON.parse(received.body) as EventBody
+export const webhookId = (received: Received) => String(received.headers['webhook-id'])
+
+/** How many requests each webhook-id came in. */
+export function countById (received: readonly Received[]): Map<string, number> {
+  const counts = new Map<string, number>()
+  for (const request of received) counts.set(webhookId(request), (counts.get(webhookId(request)) ?? 0) + 1)
+  return counts
+}
+
+/** Where a server keeps its data, read beside it (the outbox's tables) to compare what was recorded with what arrived. */
+export type Outbox = { engine: 'sqlite', file: string } | { engine: 'postgres', schema: string }
+
+/** `sql` on the outbox's database; `{table}` names one of its tables. */
+async function rows<R> (outbox: Outbox, sql: string): Promise<R[]> {
+  if (outbox.engine === 'postgres') return await adminQuery(sql.replace(/\{(\w+)\}/g, `${outbox.schema}.$1`)) as R[]
+  const db = new Database(outbox.file, { readonly: true, fileMustExist: true })
+  try {
+    return db.prepare(sql.replace(/\{(\w+)\}/g, '$1')).all() as R[]
+  } finally {
+    db.close()
+  }
+}
+
+/** The ids of the events recorded so far (webhook_events). */
+export async function recordedEventIds (outbox: Outbox): Promise<string[]> {
+  return (await rows<{ event_id: string }>(outbox, 'SELECT event_id FROM {webhook_events} ORDER BY id')).map((row) => row.event_id)
+}
+
+/** Deliveries still to be made (state pending). */
+export async function pendingDeliveries (outbox: Outbox): Promise<number> {
+  return Number((await rows<{ n: number | string }>(outbox, "SELECT count(*) AS n FROM {webhook_deliveries} WHERE state = 'pending'"))[0]?.n ?? 0)
+}
+
+/** Polls `check` every 100 ms until it holds or `ms` have passed; whether it held. */
+export async function until (check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    if (await check()) return true
+    if (Date.now() > deadline) return false
+    await sleep(100)
+  }
+}
+

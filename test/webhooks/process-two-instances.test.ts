@@ -1,0 +1,53 @@
+/**
+ * Two server processes on one PostgreSQL schema deliver the events of 2,000 changes spread over
+ * both, to one receiver: every event recorded (webhook_events) arrives, every acknowledged change's
+ * event among them, and with no fault none arrives twice: each delivery is leased to one instance
+ * at a time (openapi.yaml, Webhooks; docs/operations.md, several instances).
+ */
+import t from 'tap'
+import { keyInDatabase } from '../helpers/keys.js'
+import { adminQuery, createTestSchema } from '../helpers/postgres.js'
+import { processClient } from '../helpers/process-client.js'
+import { startServer } from '../helpers/server-process.js'
+import { eventKey, sendChanges, stockForOrders } from '../helpers/webhook-changes.js'
+import { startReceiver } from '../helpers/webhook-receiver.js'
+import { bodyOf, countById, pendingDeliveries, QUICK_WEBHOOKS, recordedEventIds, subscribe, until } from '../helpers/webhook-processes.js'
+
+const CHANGES = 2000
+
+const postgresSkip = await adminQuery('SELECT 1').then(() => undefined, (error: Error) => `PostgreSQL is not reachable on 127.0.0.1:5432 (${error.message})`)
+
+t.test('two PostgreSQL instances deliver the events of 2,000 changes once each', { skip: postgresSkip ?? false }, async (t) => {
+  const schema = await createTestSchema(t)
+  const outbox = { engine: 'postgres', schema: schema.schema } as const
+  const { secret } = await keyInDatabase(schema.url(), 'two instances')
+  const env = { DATABASE_URL: schema.url(), DATABASE_POOL_MAX: '4', ...QUICK_WEBHOOKS }
+  const servers = await Promise.all([startServer(t, env), startServer(t, env)])
+  const apis = servers.map((server) => processClient(server.baseUrl, secret, 8))
+  t.teardown(() => { for (const api of apis) api.close() })
+  const receiver = await startReceiver(t, () => ({ status: 204 }))
+  await stockForOrders(apis[0]!)
+  await subscribe(apis[0]!, receiver.url)
+
+  const started = Date.now()
+  const outcome = await sendChanges(apis, CHANGES, 16)
+  const answeredIn = Date.now() - started
+  t.equal(outcome.acknowledged.length, CHANGES, `${CHANGES} changes acknowledged (${outcome.sent.join(' and ')} by the two instances, in ${answeredIn} ms)`)
+
+  const recorded = await recordedEventIds(outbox)
+  t.equal(recorded.length, CHANGES, 'one event recorded per change')
+  const drained = await until(async () => (await pendingDeliveries(outbox)) === 0 && countById(receiver.received).size >= recorded.length, 60_000)
+  t.ok(drained, `every delivery made (the last ${Date.now() - started} ms after the first change)`)
+
+  const counts = countById(receiver.received)
+  const missing = recorded.filter((id) => !counts.has(id))
+  const extra = [...counts.keys()].filter((id) => !new Set(recorded).has(id))
+  const twice = [...counts.values()].filter((n) => n > 1).length
+  t.comment(`recorded ${recorded.length}, received ${receiver.received.length} requests for ${counts.size} events, ${twice} of them more than once`)
+  t.same(missing, [], 'every recorded event was received')
+  t.same(extra, [], 'and nothing else')
+  t.equal(twice, 0, 'none twice')
+  const keys = new Set(receiver.received.map((r) => eventKey(bodyOf(r))))
+  t.same(outcome.acknowledged.filter((key) => !keys.has(key)), [], 'every acknowledged change\'s event is among them, with its data')
+  for (const server of servers) t.equal(await server.stop('SIGTERM'), 0, 'an instance stops cleanly')
+})
