@@ -6,11 +6,18 @@ import { all, first, lockRow, run, type Work } from '../store/work.js'
 /** An endpoint whose deliveries have all failed this long is disabled (openapi.yaml, Webhooks). */
 export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000
 
+/** An endpoint gets at most about this many attempts under way at once, on all instances together. */
+export const PER_ENDPOINT = 8
+
 /** A delivery an instance holds: what it needs to make one attempt. */
 export interface ClaimedDelivery {
   id: number
+  /** Whom the delivery is leased to: the claim that took it (settling checks it still is). */
+  lease: string
   endpointId: number
   apiKeyId: string
+  /** When the endpoint's deliveries started failing, as the claim read it; null: they were not. */
+  failingSince: number | null
   /** Attempts made before this one. */
   attempts: number
   eventId: string
@@ -54,38 +61,49 @@ export const dropRevokedKeyDeliveries = statement('webhookDeliveries.dropRevoked
 
 const q = {
   // Due, pending deliveries to enabled endpoints that no instance holds (or whose holder's lease
-  // has run out), taken for `until`. PostgreSQL skips the rows another instance is taking at this
+  // has run out), taken for `until` under the claim's own lease name: at most PER_ENDPOINT of
+  // each endpoint's per claim, and none of an endpoint that already has PER_ENDPOINT under way,
+  // so that a receiver that hangs holds a few delivery slots, never all of them (every other
+  // endpoint's deliveries go on). PostgreSQL skips the rows another instance is taking at this
   // moment rather than waiting for them; SQLite has one writer at a time.
-  claim: statement('webhookDeliveries.claim', (db, arg: Arg<{ now: number, until: number, instance: string, limit: number }>, engine) => db
+  claim: statement('webhookDeliveries.claim', (db, arg: Arg<{ now: number, until: number, lease: string, limit: number, perEndpoint: number }>, engine) => db
     .updateTable('webhook_deliveries')
-    .set({ lease_until: arg('until'), leased_by: arg('instance') })
-    .where('id', 'in', (eb) => {
-      const due = eb.selectFrom('webhook_deliveries as d').innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id').select('d.id')
-        .where('d.state', '=', 'pending').where('e.enabled', '=', true).where('d.next_attempt_at', '<=', arg('now'))
-        .where((w) => w.or([w('d.lease_until', 'is', null), w('d.lease_until', '<', arg('now'))]))
-        .orderBy('d.next_attempt_at').limit(arg('limit'))
-      return engine === 'postgres' ? due.forUpdate('d').skipLocked() : due
-    })
-    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', arg('now'))]))
-    .returning('id')),
+    .set({ lease_until: arg('until'), leased_by: arg('lease') })
+    .where('id', 'in', (eb) => eb.selectFrom('webhook_endpoints as e')
+      .innerJoin('webhook_deliveries as d', 'd.endpoint_id', 'e.id')
+      .select('d.id')
+      .where('e.enabled', '=', true)
+      .where((w) => w(w.selectFrom('webhook_deliveries as h').select((c) => c.fn.countAll().as('n'))
+        .whereRef('h.endpoint_id', '=', 'e.id').where('h.state', '=', 'pending').where('h.lease_until', '>=', arg('now')), '<', arg('perEndpoint')))
+      .where('d.id', 'in', (w) => {
+        const next = w.selectFrom('webhook_deliveries as n').select('n.id')
+          .whereRef('n.endpoint_id', '=', 'e.id').where('n.state', '=', 'pending').where('n.next_attempt_at', '<=', arg('now'))
+          .where((x) => x.or([x('n.lease_until', 'is', null), x('n.lease_until', '<', arg('now'))]))
+          .orderBy('n.next_attempt_at').limit(arg('perEndpoint'))
+        return engine === 'postgres' ? next.forUpdate().skipLocked() : next
+      })
+      .orderBy('d.next_attempt_at').limit(arg('limit')))
+    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', arg('now'))]))),
   due: statement('webhookDeliveries.due', (db, arg: Arg<{ now: number }>) => db
     .selectFrom('webhook_deliveries').select('id').where('state', '=', 'pending').where('next_attempt_at', '<=', arg('now'))
     .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', arg('now'))])).limit(1)),
-  details: statement('webhookDeliveries.details', (db, arg: Arg<{ id: number, instance: string }>) => db
+  // What one claim took, in one read.
+  claimed: statement('webhookDeliveries.claimed', (db, arg: Arg<{ lease: string }>) => db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select(['d.id', 'd.endpoint_id as endpointId', 'e.api_key_id as apiKeyId', 'd.attempts', 'ev.event_id as eventId', 'ev.type', 'ev.payload', 'e.url',
-      'e.secret', 'e.previous_secret as previousSecret', 'e.previous_secret_expires_at as previousSecretExpiresAt'])
-    .where('d.id', '=', arg('id')).where('d.leased_by', '=', arg('instance'))),
+    .select(['d.id', 'd.leased_by as lease', 'd.endpoint_id as endpointId', 'e.api_key_id as apiKeyId', 'e.failing_since as failingSince', 'd.attempts',
+      'ev.event_id as eventId', 'ev.type', 'ev.payload', 'e.url', 'e.secret', 'e.previous_secret as previousSecret',
+      'e.previous_secret_expires_at as previousSecretExpiresAt'])
+    .where('d.leased_by', '=', arg('lease')).where('d.state', '=', 'pending')),
   logAttempt: statement('webhookDeliveries.logAttempt', (db, arg: Arg<{ deliveryId: number, endpointId: number, attempt: number, at: string, statusCode: number | null, error: string | null, durationMs: number, responseBody: string | null, nextAttemptAt: string | null }>) => db
     .insertInto('webhook_attempts')
     .values({ delivery_id: arg('deliveryId'), endpoint_id: arg('endpointId'), attempt: arg('attempt'), attempted_at: arg('at'), status_code: arg('statusCode'), error: arg('error'), duration_ms: arg('durationMs'), response_body: arg('responseBody'), next_attempt_at: arg('nextAttemptAt') })),
   // Only while this instance still holds it: a delivery another one took over meanwhile is theirs.
-  settle: statement('webhookDeliveries.settle', (db, arg: Arg<{ id: number, instance: string, state: 'pending' | 'delivered' | 'failed', attempts: number, nextAttemptAt: number | null }>) => db
+  settle: statement('webhookDeliveries.settle', (db, arg: Arg<{ id: number, lease: string, state: 'pending' | 'delivered' | 'failed', attempts: number, nextAttemptAt: number | null }>) => db
     .updateTable('webhook_deliveries')
     .set({ state: arg('state'), attempts: arg('attempts'), next_attempt_at: arg('nextAttemptAt'), lease_until: null, leased_by: null })
-    .where('id', '=', arg('id')).where('leased_by', '=', arg('instance'))),
+    .where('id', '=', arg('id')).where('leased_by', '=', arg('lease'))),
   succeeded: statement('webhookDeliveries.succeeded', (db, arg: Arg<{ endpointId: number }>) => db
     .updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', arg('endpointId'))),
   failed: statement('webhookDeliveries.failed', (db, arg: Arg<{ endpointId: number, now: number }>) => db
@@ -111,17 +129,23 @@ const q = {
 export type Redelivery = { outcome: 'queued', count: number } | { outcome: 'no_endpoint' } | { outcome: 'disabled' }
 
 /** The outbox's deliveries, as the delivering instances take them, attempt them and settle them. */
+/** One attempt to settle: the delivery as claimed and how the attempt went. */
+export interface Settlement {
+  delivery: ClaimedDelivery
+  outcome: AttemptOutcome
+}
+
 export interface DeliveryQueue {
   /** Whether a delivery is due and free to take (a read: an idle instance looks without writing). */
   anyDue (now: number): Promise<boolean>
-  /** Takes up to `limit` due deliveries for this instance until `until`. */
+  /** Takes up to `limit` due deliveries until `until`, leased to `instance` (named per claim). */
   claim (instance: string, now: number, until: number, limit: number): Promise<ClaimedDelivery[]>
   /**
-   * Logs an attempt and moves its delivery on (delivered, due again, or failed); an endpoint
-   * whose deliveries have all failed for DISABLE_AFTER_MS is disabled. Whether this instance still
-   * held the delivery (the attempt is logged either way).
+   * Logs attempts and moves their deliveries on (delivered, due again, or failed), all in one
+   * transaction; an endpoint whose deliveries have all failed for DISABLE_AFTER_MS is disabled.
+   * How many of them were still leased as claimed (each attempt is logged either way).
    */
-  settle (instance: string, delivery: ClaimedDelivery, outcome: AttemptOutcome, now: number): Promise<boolean>
+  settle (settlements: readonly Settlement[], now: number): Promise<number>
   /** Deliveries not yet made, and when the oldest one's event happened. */
   pending (): Promise<{ count: number, oldest: string | null }>
   /**
@@ -132,47 +156,52 @@ export interface DeliveryQueue {
 }
 
 export function deliveryQueue (store: Store): DeliveryQueue {
+  let claims = 0
   return {
     anyDue: (now) => store.read(function * () { return (yield * first(q.due, { now })) !== undefined }),
 
     claim: (instance, now, until, limit) => store.write(function * () {
-      const claimed = yield * all(q.claim, { now, until, instance, limit })
-      const deliveries: ClaimedDelivery[] = []
-      for (const { id } of claimed) {
-        const row = yield * first(q.details, { id, instance })
-        if (row !== undefined) deliveries.push(row)
-      }
-      return deliveries
+      const lease = `${instance}.${++claims}`
+      if ((yield * run(q.claim, { now, until, lease, limit, perEndpoint: PER_ENDPOINT })) === 0) return []
+      // BIGINT columns come from pg as text.
+      const time = (value: number | string | null) => value === null ? null : Number(value)
+      return (yield * all(q.claimed, { lease })).map((row) => ({
+        ...row, lease, failingSince: time(row.failingSince), previousSecretExpiresAt: time(row.previousSecretExpiresAt)
+      }))
     }),
 
-    settle: (instance, delivery, outcome, now) => store.write(function * (): Work<boolean> {
-      // The endpoint's row is written below; its key's row orders such writes (schema.ts writeLocks).
-      yield * lockRow('api_keys', delivery.apiKeyId)
-      const attempt = delivery.attempts + 1
-      yield * run(q.logAttempt, {
-        deliveryId: delivery.id,
-        endpointId: delivery.endpointId,
-        attempt,
-        at: new Date(now).toISOString(),
-        statusCode: outcome.statusCode,
-        error: outcome.error,
-        durationMs: outcome.durationMs,
-        responseBody: outcome.responseBody,
-        nextAttemptAt: outcome.nextAttemptAt === null ? null : new Date(outcome.nextAttemptAt).toISOString()
-      })
-      const state = outcome.delivered ? 'delivered' : outcome.nextAttemptAt === null ? 'failed' : 'pending'
-      const held = (yield * run(q.settle, { id: delivery.id, instance, state, attempts: attempt, nextAttemptAt: outcome.nextAttemptAt })) > 0
-      if (outcome.delivered) {
-        yield * run(q.succeeded, { endpointId: delivery.endpointId })
-      } else {
-        yield * run(q.failed, { endpointId: delivery.endpointId, now })
-        yield * run(q.disable, {
+    settle: (settlements, now) => store.write(function * (): Work<number> {
+      // An endpoint's row is written after a failure, and after a success when its deliveries
+      // were failing; its key's row orders such writes (schema.ts writeLocks), locked first, in
+      // one order. A success on an endpoint that was not failing writes nothing of it, so the
+      // deliveries of one busy endpoint do not queue on its key's row. (An endpoint that began
+      // failing after the claim read it is cleared by the next success claimed after.)
+      const touchesEndpoint = (s: Settlement) => !s.outcome.delivered || s.delivery.failingSince !== null
+      for (const key of [...new Set(settlements.filter(touchesEndpoint).map((s) => s.delivery.apiKeyId))].sort()) yield * lockRow('api_keys', key)
+      const at = new Date(now).toISOString()
+      let held = 0
+      for (const { delivery, outcome } of settlements) {
+        const attempt = delivery.attempts + 1
+        yield * run(q.logAttempt, {
+          deliveryId: delivery.id,
           endpointId: delivery.endpointId,
-          since: now - DISABLE_AFTER_MS,
-          reason: 'every delivery failed for 5 days',
-          at: new Date(now).toISOString()
+          attempt,
+          at,
+          statusCode: outcome.statusCode,
+          error: outcome.error,
+          durationMs: outcome.durationMs,
+          responseBody: outcome.responseBody,
+          nextAttemptAt: outcome.nextAttemptAt === null ? null : new Date(outcome.nextAttemptAt).toISOString()
         })
-        yield * run(dropPendingDeliveries, { endpointId: delivery.endpointId })
+        const state = outcome.delivered ? 'delivered' : outcome.nextAttemptAt === null ? 'failed' : 'pending'
+        held += yield * run(q.settle, { id: delivery.id, lease: delivery.lease, state, attempts: attempt, nextAttemptAt: outcome.nextAttemptAt })
+        if (outcome.delivered) {
+          if (delivery.failingSince !== null) yield * run(q.succeeded, { endpointId: delivery.endpointId })
+        } else {
+          yield * run(q.failed, { endpointId: delivery.endpointId, now })
+          yield * run(q.disable, { endpointId: delivery.endpointId, since: now - DISABLE_AFTER_MS, reason: 'every delivery failed for 5 days', at })
+          yield * run(dropPendingDeliveries, { endpointId: delivery.endpointId })
+        }
       }
       return held
     }),

@@ -3,7 +3,8 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Metrics } from '../plugins/app/metrics.js'
-import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue } from '../repositories/webhook-deliveries.js'
+import { StoreUnavailableError } from '../contract/errors.js'
+import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue, Settlement } from '../repositories/webhook-deliveries.js'
 import { checkedLookup, urlProblem } from './addresses.js'
 import type { WebhookEvents } from './events.js'
 import type { SecretBox } from './secrets.js'
@@ -12,6 +13,12 @@ import { signedHeaders } from './signing.js'
 /** The most of a receiver's answer read (the rest is not waited for), and kept in the log. */
 const READ_BYTES = 4096
 const KEPT_BYTES = 1024
+/**
+ * Attempts that end within this long of each other are settled in one transaction, and slots
+ * freed within it are refilled by one claim: per event, a fraction of a claim and of a settle
+ * instead of one of each. It delays only the bookkeeping, and a refill after a busy moment.
+ */
+const BATCH_MS = 5
 
 export interface DeliveryOptions {
   queue: DeliveryQueue
@@ -66,8 +73,12 @@ export class DeliveryWorker {
   /** Closing: attempts cut short by it are not settled (their lease runs out and they are made again). */
   private closing = false
   private wake: (() => void) | undefined
+  private refill: NodeJS.Timeout | undefined
   private loop: Promise<void> | undefined
   private failing = false
+  /** Attempts made, waiting to be settled together (settleSoon). */
+  private unsettled: { settlement: Settlement, done: () => void }[] = []
+  private settleTimer: NodeJS.Timeout | undefined
 
   constructor (private readonly options: DeliveryOptions) {
     this.concurrency = options.concurrency ?? 32
@@ -94,7 +105,10 @@ export class DeliveryWorker {
   async close (): Promise<void> {
     this.running = false
     this.closing = true
+    clearTimeout(this.refill)
     this.wake?.()
+    // Attempts already made are recorded, not made again.
+    this.settleNow()
     this.agents.http.destroy()
     this.agents.https.destroy()
     await this.loop
@@ -121,7 +135,10 @@ export class DeliveryWorker {
       for (const delivery of claimed) {
         const attempt = this.attempt(delivery).finally(() => {
           this.inFlight.delete(attempt)
-          this.wake?.()
+          this.refill ??= setTimeout(() => {
+            this.refill = undefined
+            this.wake?.()
+          }, BATCH_MS)
         })
         this.inFlight.add(attempt)
       }
@@ -165,12 +182,47 @@ export class DeliveryWorker {
       outcome = this.next(delivery, sent, startedAt)
       options.metrics?.webhookAttempt(outcome.delivered ? 'delivered' : outcome.nextAttemptAt === null ? 'gave_up' : 'failed_attempt')
     }
-    if (this.closing) return
+    // Closing cuts attempts short: a failure then is not recorded (its lease runs out, it is made again).
+    if (this.closing && !outcome.delivered) return
+    await this.settleSoon({ delivery, outcome })
+  }
+
+  /** Settles the attempt with the others that end within BATCH_MS (or once a batch is full). */
+  private settleSoon (settlement: Settlement): Promise<void> {
+    return new Promise((resolve) => {
+      this.unsettled.push({ settlement, done: resolve })
+      if (this.unsettled.length >= this.concurrency || this.closing) this.settleNow()
+      else this.settleTimer ??= setTimeout(() => this.settleNow(), BATCH_MS)
+    })
+  }
+
+  private settleNow (): void {
+    clearTimeout(this.settleTimer)
+    this.settleTimer = undefined
+    const batch = this.unsettled
+    this.unsettled = []
+    if (batch.length > 0) void this.settle(batch.map((entry) => entry.settlement)).finally(() => { for (const entry of batch) entry.done() })
+  }
+
+  /**
+   * One transaction for the batch. A failure that is not the storage's (a value one engine
+   * refuses, say) stays with its own attempt: the batch is settled again one by one, and an
+   * attempt that still fails once more without the receiver's answer. What is not settled keeps
+   * its lease until it runs out, then is attempted again (at least once).
+   */
+  private async settle (batch: Settlement[], alone = false): Promise<void> {
     try {
-      await options.queue.settle(this.instance, delivery, outcome, options.now())
+      await this.options.queue.settle(batch, this.options.now())
     } catch (error) {
-      // Not settled: the lease runs out and the delivery is attempted again (at least once).
-      options.log.warn({ err: error, eventId: delivery.eventId }, 'a webhook attempt could not be recorded; it will be made again')
+      if (!(error instanceof StoreUnavailableError) && batch.length > 1) {
+        await Promise.all(batch.map((settlement) => this.settle([settlement])))
+      } else if (!(error instanceof StoreUnavailableError) && !alone && batch[0]!.outcome.responseBody !== null) {
+        const [{ delivery, outcome }] = batch as [Settlement]
+        this.options.log.warn({ err: error, eventId: delivery.eventId }, 'a webhook attempt could not be recorded with the receiver\'s answer; recorded without it')
+        await this.settle([{ delivery, outcome: { ...outcome, responseBody: null } }], true)
+      } else {
+        this.options.log.warn({ err: error, eventIds: batch.map((s) => s.delivery.eventId) }, 'webhook attempts could not be recorded; they will be made again')
+      }
     }
   }
 

@@ -16,8 +16,8 @@ const env = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '200ms,200m
 
 type Log = { eventId: string, attempt: number, statusCode: number | null, error: string | null, nextAttemptAt: string | null, responseBody: string | null }[]
 
-async function setup (t: Parameters<typeof buildTestApp>[0], options: { now?: () => number } = {}) {
-  const api = await buildTestApp(t, { env, ...options })
+async function setup (t: Parameters<typeof buildTestApp>[0], options: { now?: () => number, env?: Record<string, string> } = {}) {
+  const api = await buildTestApp(t, { ...options, env: { ...env, ...options.env } })
   const headers = { ...await api.authHeader('enterprise'), 'content-type': 'application/json' }
   const subscribe = async (url: string, types = ['inventory.updated']) =>
     (await api.request({ method: 'POST', url: '/v1/webhooks', headers, payload: { url, events: types } })).json() as { id: number, secret: string }
@@ -200,4 +200,20 @@ t.test('db redeliver: an operator sends an endpoint\'s given-up deliveries again
   t.match(await runCliInProcess('db', ['redeliver', String(endpoint.id), '--since', '1h'], env), { code: 1, stderr: /is disabled: its owner re-enables it first/ })
   t.match(await runCliInProcess('db', ['redeliver', String(endpoint.id), '--since', 'yesterday'], env), { code: 2, stderr: /--since must be a time such as/ })
   t.match(await runCliInProcess('db', ['redeliver', String(endpoint.id)], env), { code: 2, stderr: /redeliver needs --since/ })
+})
+
+t.test('a receiver that hangs holds a few delivery slots, never all: another endpoint\'s events go on', async (t) => {
+  const { subscribe, patch } = await setup(t, { env: { WEBHOOK_TIMEOUT_MS: '4000' } })
+  const hanging = await startReceiver(t, () => ({ hang: true }))
+  const healthy = await startReceiver(t)
+  await subscribe(hanging.url)
+  await subscribe(healthy.url)
+  const startedAt = Date.now()
+  // More changes than an instance has delivery slots (32): each is an event for both endpoints.
+  const answered = []
+  for (let i = 0; i < 60; i++) answered.push((await patch(1 + (i % 5), 100 + i)).statusCode)
+  t.same(new Set(answered), new Set([200]), '60 changes answered')
+  const inTime = await healthy.until(60, 3500).then(() => true, () => false)
+  t.ok(inTime, `the healthy endpoint got all 60 events before the hanging one's first time-out (4 s): ${healthy.received.length} in ${Date.now() - startedAt} ms`)
+  t.ok(hanging.received.length <= 15, `the hanging endpoint holds ${hanging.received.length} attempts under way (at most twice the per-endpoint limit of 8, less one)`)
 })
