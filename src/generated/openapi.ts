@@ -584,6 +584,7 @@ export interface components {
              */
             url: string;
             events: components["schemas"]["WebhookEventType"][];
+            /** @description Your label for it */
             description: string | null;
             /** @description `false`: nothing is sent to it (set so, or disabled by the service after 5 days of failed deliveries) */
             enabled: boolean;
@@ -653,6 +654,7 @@ export interface components {
              */
             url: string;
             events: components["schemas"]["WebhookEventType"][];
+            /** @description Your label for it: one line, without control characters */
             description?: string;
         };
         /**
@@ -664,6 +666,7 @@ export interface components {
             /** Format: uri */
             url?: string;
             events?: components["schemas"]["WebhookEventType"][];
+            /** @description Your label for it: one line, without control characters */
             description?: string | null;
             enabled?: boolean;
         };

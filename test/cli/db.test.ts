@@ -165,7 +165,7 @@ t.test('db --help and -h print the usage on stdout and exit 0', async (t) => {
     const label = `db ${args.join(' ')}`
     t.equal(res.code, 0, `${label}: exit 0`)
     t.equal(res.stderr, '', `${label}: nothing on stderr`)
-    t.match(res.stdout, /^Usage:\n {2}db migrate\n {2}db seed FILE\.json\n {2}db seed --synthetic N\n\n/, `${label}: the usage`)
+    t.match(res.stdout, /^Usage:\n {2}db migrate\n {2}db seed FILE\.json\n {2}db seed --synthetic N\n {2}db redeliver ENDPOINT_ID --since TIME\n\n/, `${label}: the usage`)
   }
   const bad = await runCli('db', ['frobnicate'], { DATABASE_URL: 'mysql://x' })
   t.equal(bad.code, 2, 'an unknown command is still a usage error')
