@@ -1,5 +1,8 @@
 import type { Test } from 'tap'
-import { apiKeysRepository } from '../../src/repositories/api-keys.js'
+import { apiKeysRepository, issueApiKey } from '../../src/repositories/api-keys.js'
+import { webhooksRepository } from '../../src/repositories/webhooks.js'
+import { SecretBox } from '../../src/webhooks/secrets.js'
+import { newSecret } from '../../src/webhooks/signing.js'
 import { idempotencyRepository, IDEMPOTENCY_TTL_MS } from '../../src/repositories/idempotency.js'
 import { inventoryRepository } from '../../src/repositories/inventory.js'
 import { ordersRepository } from '../../src/repositories/orders.js'
@@ -18,6 +21,8 @@ const setStock = statement('test.setStock', (db, arg: Arg<{ petId: number, quant
   .updateTable('inventory').set({ quantity: arg('quantity') }).where('pet_id', '=', arg('petId')))
 
 class InjectedFault extends Error {}
+
+const eventPets = statement('test.eventPets', (db) => db.selectFrom('webhook_events').select('payload').where('type', '=', 'inventory.updated').orderBy('id'))
 
 const restockBy = statement('test.restockBy', (db, arg: Arg<{ petId: number, units: number }>) => db
   .updateTable('inventory').set((eb) => ({ quantity: eb('quantity', '+', arg('units')) })).where('pet_id', '=', arg('petId')))
@@ -54,6 +59,25 @@ async function setUp (t: Test, factory: StoreFactory) {
 
 /** Every repository method, written once and run on each engine (sqlite.test.ts, postgres.test.ts here). */
 export function repositorySuite (t: Test, factory: StoreFactory): void {
+  t.test('a PATCH committed after an endpoint subscribed, in the same batch, records its event', async (t) => {
+    const r = await setUp(t, factory)
+    const { record } = await issueApiKey(r.store, { name: 'events', plan: 'free', scopes: ALL_SCOPES })
+    const webhooks = webhooksRepository(r.store, new SecretBox(undefined), r.now)
+    // One event-loop turn: on SQLite one batch of the group commit, in this order.
+    const [before, created, after] = await Promise.all([
+      r.inventory.update(1, 6),
+      webhooks.create(record.id, { url: 'https://hooks.example.com/in', events: ['inventory.updated'] }, newSecret()),
+      r.inventory.update(2, 1)
+    ])
+    t.ok(before !== undefined && after !== undefined && created.kind === 'created', 'all three written')
+    const events = await r.store.read(() => all(eventPets, {}))
+    // On SQLite the first change precedes the subscription in the batch, so it has no event; on
+    // PostgreSQL the three run side by side on their own connections, and it may have one.
+    const petIds = events.map((e) => (JSON.parse(e.payload) as { data: { petId: number } }).data.petId)
+    t.ok(petIds.includes(2), `the change after the subscription has its event (events for pets ${petIds.join(', ')})`)
+    t.ok(petIds.every((id) => id === 1 || id === 2) && new Set(petIds).size === petIds.length, 'one event per change at most')
+  })
+
   t.test('the status rule: statusOf (JavaScript, for the events) agrees with the SQL of every list', async (t) => {
     const store: Store = await factory(t)
     // Every stock of 0…3 against open orders reserving 0…4 units, and orders that reserve nothing

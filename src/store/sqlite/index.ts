@@ -136,7 +136,13 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
   // GroupCommit). The tables the batch wrote say which caches it makes stale.
   const runner = sqliteStepRunner(db)
   const tablesWritten = new Set<TableName>()
-  const noteTables = (tables: readonly TableName[]) => { for (const table of tables) tablesWritten.add(table) }
+  const noteTables = (tables: readonly TableName[]) => {
+    for (const table of tables) {
+      tablesWritten.add(table)
+      // Who wants events may have changed within the batch: read it again for the next PATCH.
+      if (table === 'webhook_endpoints' || table === 'api_keys') wantedInBatch = undefined
+    }
+  }
   const writes = new GroupCommit<QueuedWrite, unknown>({
     db,
     apply: (call) => call.apply(),
@@ -176,7 +182,8 @@ export function createSqliteStore (file: string, options: SqliteStoreOptions = {
   }
 
   // Whether an endpoint wants inventory.updated, read once per batch of the group commit: the
-  // batch's transaction holds the write lock, so no one changes the endpoints meanwhile.
+  // batch's transaction holds the write lock, so no other process changes the endpoints
+  // meanwhile, and a write of the batch's own to them or to the keys drops it (noteTables).
   let wantedInBatch: boolean | undefined
   const eventsWanted = (events: InventoryEvents) => (wantedInBatch ??= runSync(events.wanted(), 'sqlite', runner))
 
