@@ -1,6 +1,9 @@
 import Database from 'better-sqlite3'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { adminQuery } from './postgres.js'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { tempDir } from './app.js'
+import { adminQuery, createTestSchema, POSTGRES_SHOWN } from './postgres.js'
 import type { ProcessClient } from './process-client.js'
 import type { Received } from './webhook-receiver.js'
 
@@ -50,6 +53,25 @@ export function countById (received: readonly Received[]): Map<string, number> {
 
 /** Where a server keeps its data, read beside it (the outbox's tables) to compare what was recorded with what arrived. */
 export type Outbox = { engine: 'sqlite', file: string } | { engine: 'postgres', schema: string }
+
+/** Why the PostgreSQL half of these tests is skipped; false when PostgreSQL answers. */
+export const postgresSkip: Promise<string | false> = adminQuery('SELECT 1').then(() => false,
+  (error: Error) => `PostgreSQL at ${POSTGRES_SHOWN} (TEST_DATABASE_URL) is unreachable (${error.message})`)
+
+/**
+ * The test `title` on each engine: a SQLite file of its own, then a PostgreSQL schema of its own
+ * (skipped, saying why, when PostgreSQL is unreachable), each given its DATABASE_URL and outbox.
+ */
+export async function onBothEngines (t: Test, title: string, body: (t: Test, databaseUrl: string, outbox: Outbox) => Promise<void>): Promise<void> {
+  t.test(`SQLite: ${title}`, async (t) => {
+    const file = join(tempDir(t), 'webhooks.db')
+    await body(t, `sqlite:${file}`, { engine: 'sqlite', file })
+  })
+  t.test(`PostgreSQL: ${title}`, { skip: await postgresSkip }, async (t) => {
+    const schema = await createTestSchema(t)
+    await body(t, schema.url(), { engine: 'postgres', schema: schema.schema })
+  })
+}
 
 /** `sql` on the outbox's database; `{table}` names one of its tables. */
 async function rows<R> (outbox: Outbox, sql: string): Promise<R[]> {

@@ -7,14 +7,11 @@
  * database delivers each recorded event, with the same webhook-id, once the receiver answers.
  */
 import t, { type Test } from 'tap'
-import { join } from 'node:path'
-import { tempDir } from '../helpers/app.js'
 import { keyInDatabase } from '../helpers/keys.js'
-import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { processClient } from '../helpers/process-client.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver } from '../helpers/webhook-receiver.js'
-import { bodyOf, countById, deliveryLog, type Outbox, pendingDeliveries, QUICK_WEBHOOKS, recordedEventIds, subscribe, until, webhookId } from '../helpers/webhook-processes.js'
+import { bodyOf, countById, deliveryLog, onBothEngines, type Outbox, pendingDeliveries, QUICK_WEBHOOKS, recordedEventIds, subscribe, until, webhookId } from '../helpers/webhook-processes.js'
 
 async function killedAfterAnswer (t: Test, databaseUrl: string, outbox: Outbox): Promise<void> {
   const env = { DATABASE_URL: databaseUrl, ...QUICK_WEBHOOKS }
@@ -74,14 +71,5 @@ async function killedAfterAnswer (t: Test, databaseUrl: string, outbox: Outbox):
   t.equal(await second.stop('SIGTERM'), 0, 'the second server stops cleanly')
 }
 
-t.test('SQLite: events of changes answered just before kill -9 are delivered after the restart', async (t) => {
-  const file = join(tempDir(t), 'webhooks-crash.db')
-  await killedAfterAnswer(t, `sqlite:${file}`, { engine: 'sqlite', file })
-})
+await onBothEngines(t, 'events of changes answered just before kill -9 are delivered after the restart', killedAfterAnswer)
 
-const postgresSkip = await adminQuery('SELECT 1').then(() => undefined, (error: Error) => `PostgreSQL is not reachable on 127.0.0.1:5432 (${error.message})`)
-
-t.test('PostgreSQL: events of changes answered just before kill -9 are delivered after the restart', { skip: postgresSkip ?? false }, async (t) => {
-  const schema = await createTestSchema(t)
-  await killedAfterAnswer(t, schema.url(), { engine: 'postgres', schema: schema.schema })
-})

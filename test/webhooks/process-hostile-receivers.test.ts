@@ -8,15 +8,12 @@
  * the first KiB of the answer kept).
  */
 import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { tempDir } from '../helpers/app.js'
 import { keyInDatabase } from '../helpers/keys.js'
-import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { type ProcessClient, processClient } from '../helpers/process-client.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver } from '../helpers/webhook-receiver.js'
-import { bodyOf, deliveryLog, type Outbox, pendingDeliveries, QUICK_WEBHOOKS, subscribe, until } from '../helpers/webhook-processes.js'
+import { bodyOf, deliveryLog, onBothEngines, type Outbox, pendingDeliveries, QUICK_WEBHOOKS, subscribe, until } from '../helpers/webhook-processes.js'
 
 const MB = 1024 * 1024
 const REQUESTS = 400
@@ -115,14 +112,5 @@ async function hostileReceivers (t: Test, databaseUrl: string, outbox: Outbox): 
   t.equal(await server.stop('SIGTERM'), 0, 'the server stops cleanly')
 }
 
-t.test('SQLite: hostile receivers do not stall the service', async (t) => {
-  const file = join(tempDir(t), 'hostile.db')
-  await hostileReceivers(t, `sqlite:${file}`, { engine: 'sqlite', file })
-})
+await onBothEngines(t, 'hostile receivers do not stall the service', hostileReceivers)
 
-const postgresSkip = await adminQuery('SELECT 1').then(() => undefined, (error: Error) => `PostgreSQL is not reachable on 127.0.0.1:5432 (${error.message})`)
-
-t.test('PostgreSQL: hostile receivers do not stall the service', { skip: postgresSkip ?? false }, async (t) => {
-  const schema = await createTestSchema(t)
-  await hostileReceivers(t, schema.url(), { engine: 'postgres', schema: schema.schema })
-})

@@ -4,15 +4,12 @@
  * never settled, and the delivery is made again each time its lease runs out, forever. Here a
  * receiver answers 200 with one; the event is delivered once, on both engines alike.
  */
-import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { tempDir } from '../helpers/app.js'
 import { keyInDatabase } from '../helpers/keys.js'
-import { adminQuery, createTestSchema } from '../helpers/postgres.js'
 import { processClient } from '../helpers/process-client.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver } from '../helpers/webhook-receiver.js'
-import { deliveryLog, type Outbox, pendingDeliveries, QUICK_WEBHOOKS, subscribe, until } from '../helpers/webhook-processes.js'
+import { deliveryLog, onBothEngines, type Outbox, pendingDeliveries, QUICK_WEBHOOKS, subscribe, until } from '../helpers/webhook-processes.js'
 
 async function nulAnswer (t: Test, databaseUrl: string, outbox: Outbox): Promise<void> {
   const { secret } = await keyInDatabase(databaseUrl, 'nul answer')
@@ -32,14 +29,5 @@ async function nulAnswer (t: Test, databaseUrl: string, outbox: Outbox): Promise
   t.notOk(server.logs.some((line) => line.msg === 'a webhook attempt could not be recorded; it will be made again'), 'no attempt went unrecorded')
 }
 
-t.test('SQLite: an answer holding a NUL byte is logged', async (t) => {
-  const file = join(tempDir(t), 'nul.db')
-  await nulAnswer(t, `sqlite:${file}`, { engine: 'sqlite', file })
-})
+await onBothEngines(t, 'an answer holding a NUL byte is logged', nulAnswer)
 
-const postgresSkip = await adminQuery('SELECT 1').then(() => undefined, (error: Error) => `PostgreSQL is not reachable on 127.0.0.1:5432 (${error.message})`)
-
-t.test('PostgreSQL: an answer holding a NUL byte is logged', { skip: postgresSkip ?? false }, async (t) => {
-  const schema = await createTestSchema(t)
-  await nulAnswer(t, schema.url(), { engine: 'postgres', schema: schema.schema })
-})

@@ -6,18 +6,17 @@
  */
 import t from 'tap'
 import { keyInDatabase } from '../helpers/keys.js'
-import { adminQuery, createTestSchema } from '../helpers/postgres.js'
+import { createTestSchema } from '../helpers/postgres.js'
 import { processClient } from '../helpers/process-client.js'
 import { startServer } from '../helpers/server-process.js'
 import { eventKey, sendChanges, stockForOrders } from '../helpers/webhook-changes.js'
 import { startReceiver } from '../helpers/webhook-receiver.js'
-import { bodyOf, countById, pendingDeliveries, QUICK_WEBHOOKS, recordedEventIds, subscribe, until } from '../helpers/webhook-processes.js'
+import { bodyOf, countById, pendingDeliveries, postgresSkip, QUICK_WEBHOOKS, recordedEventIds, subscribe, until } from '../helpers/webhook-processes.js'
 
 const CHANGES = 2000
 
-const postgresSkip = await adminQuery('SELECT 1').then(() => undefined, (error: Error) => `PostgreSQL is not reachable on 127.0.0.1:5432 (${error.message})`)
 
-t.test('two PostgreSQL instances deliver the events of 2,000 changes once each', { skip: postgresSkip ?? false }, async (t) => {
+t.test('two PostgreSQL instances deliver the events of 2,000 changes once each', { skip: await postgresSkip }, async (t) => {
   const schema = await createTestSchema(t)
   const outbox = { engine: 'postgres', schema: schema.schema } as const
   const { secret } = await keyInDatabase(schema.url(), 'two instances')
