@@ -60,29 +60,37 @@ export const dropRevokedKeyDeliveries = statement('webhookDeliveries.dropRevoked
     .where('e.api_key_id', '=', arg('apiKeyId')).where('k.revoked_at', 'is not', null)))
 
 const q = {
-  // Due, pending deliveries to enabled endpoints that no instance holds (or whose holder's lease
-  // has run out), taken for `until` under the claim's own lease name: at most PER_ENDPOINT of
-  // each endpoint's per claim, and none of an endpoint that already has PER_ENDPOINT under way,
-  // so that a receiver that hangs holds a few delivery slots, never all of them (every other
-  // endpoint's deliveries go on). PostgreSQL skips the rows another instance is taking at this
-  // moment rather than waiting for them; SQLite has one writer at a time.
-  claim: statement('webhookDeliveries.claim', (db, arg: Arg<{ now: number, until: number, lease: string, limit: number, perEndpoint: number }>, engine) => db
-    .updateTable('webhook_deliveries')
-    .set({ lease_until: arg('until'), leased_by: arg('lease') })
-    .where('id', 'in', (eb) => eb.selectFrom('webhook_endpoints as e')
-      .innerJoin('webhook_deliveries as d', 'd.endpoint_id', 'e.id')
-      .select('d.id')
-      .where('e.enabled', '=', true)
-      .where((w) => w(w.selectFrom('webhook_deliveries as h').select((c) => c.fn.countAll().as('n'))
-        .whereRef('h.endpoint_id', '=', 'e.id').where('h.state', '=', 'pending').where('h.lease_until', '>=', arg('now')), '<', arg('perEndpoint')))
-      .where('d.id', 'in', (w) => {
-        const next = w.selectFrom('webhook_deliveries as n').select('n.id')
+  // The enabled endpoints with a due delivery that no instance holds (or whose holder's lease has
+  // run out), the earliest due first, each with how many of its deliveries are under way (the
+  // leased ones: webhook_deliveries_leased holds only those). Driven by the endpoints, so that a
+  // claim reads a few index entries per endpoint, never the whole backlog of one.
+  ready: statement('webhookDeliveries.ready', (db, arg: Arg<{ now: number, perEndpoint: number, limit: number }>) => db
+    .selectFrom((eb) => eb.selectFrom('webhook_endpoints as e')
+      .select((s) => ['e.id',
+        s.selectFrom('webhook_deliveries as h').select((c) => c.fn.countAll().as('n'))
+          .whereRef('h.endpoint_id', '=', 'e.id').where('h.lease_until', '>=', arg('now')).as('busy'),
+        s.selectFrom('webhook_deliveries as n').select('n.next_attempt_at')
           .whereRef('n.endpoint_id', '=', 'e.id').where('n.state', '=', 'pending').where('n.next_attempt_at', '<=', arg('now'))
           .where((x) => x.or([x('n.lease_until', 'is', null), x('n.lease_until', '<', arg('now'))]))
-          .orderBy('n.next_attempt_at').limit(arg('perEndpoint'))
-        return engine === 'postgres' ? next.forUpdate().skipLocked() : next
-      })
-      .orderBy('d.next_attempt_at').limit(arg('limit')))
+          .orderBy('n.next_attempt_at').limit(1).as('due')])
+      .where('e.enabled', '=', true)
+      .as('r'))
+    .select(['r.id', 'r.busy'])
+    .where('r.due', 'is not', null).where('r.busy', '<', arg('perEndpoint'))
+    .orderBy('r.due').limit(arg('limit'))),
+  // Up to `limit` of one endpoint's due deliveries that no instance holds, taken for `until` under
+  // the claim's own lease name. PostgreSQL skips the rows another instance is taking at this
+  // moment rather than waiting for them; SQLite has one writer at a time.
+  take: statement('webhookDeliveries.take', (db, arg: Arg<{ endpointId: number, now: number, until: number, lease: string, limit: number }>, engine) => db
+    .updateTable('webhook_deliveries')
+    .set({ lease_until: arg('until'), leased_by: arg('lease') })
+    .where('id', 'in', (eb) => {
+      const next = eb.selectFrom('webhook_deliveries as n').select('n.id')
+        .where('n.endpoint_id', '=', arg('endpointId')).where('n.state', '=', 'pending').where('n.next_attempt_at', '<=', arg('now'))
+        .where((x) => x.or([x('n.lease_until', 'is', null), x('n.lease_until', '<', arg('now'))]))
+        .orderBy('n.next_attempt_at').limit(arg('limit'))
+      return engine === 'postgres' ? next.forUpdate().skipLocked() : next
+    })
     .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', arg('now'))]))),
   due: statement('webhookDeliveries.due', (db, arg: Arg<{ now: number }>) => db
     .selectFrom('webhook_deliveries').select('id').where('state', '=', 'pending').where('next_attempt_at', '<=', arg('now'))
@@ -162,7 +170,14 @@ export function deliveryQueue (store: Store): DeliveryQueue {
 
     claim: (instance, now, until, limit) => store.write(function * () {
       const lease = `${instance}.${++claims}`
-      if ((yield * run(q.claim, { now, until, lease, limit, perEndpoint: PER_ENDPOINT })) === 0) return []
+      // At most PER_ENDPOINT of an endpoint's deliveries under way, so that a receiver that hangs
+      // holds a few delivery slots, never all of them: every other endpoint's deliveries go on.
+      let taken = 0
+      for (const { id, busy } of yield * all(q.ready, { now, perEndpoint: PER_ENDPOINT, limit })) {
+        if (taken === limit) break
+        taken += yield * run(q.take, { endpointId: id, now, until, lease, limit: Math.min(PER_ENDPOINT - Number(busy), limit - taken) })
+      }
+      if (taken === 0) return []
       // BIGINT columns come from pg as text.
       const time = (value: number | string | null) => value === null ? null : Number(value)
       return (yield * all(q.claimed, { lease })).map((row) => ({
