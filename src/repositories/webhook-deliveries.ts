@@ -7,7 +7,7 @@ import { all, first, lockRow, run, type Work } from '../store/work.js'
 export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000
 
 /** An endpoint gets at most about this many attempts under way at once, on all instances together. */
-export const PER_ENDPOINT = 8
+export const PER_ENDPOINT = 16
 
 /** A delivery an instance holds: what it needs to make one attempt. */
 export interface ClaimedDelivery {

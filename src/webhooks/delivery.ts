@@ -14,9 +14,9 @@ import { signedHeaders } from './signing.js'
 const READ_BYTES = 4096
 const KEPT_BYTES = 1024
 /**
- * Attempts that end within this long of each other are settled in one transaction, and slots
- * freed within it are refilled by one claim: per event, a fraction of a claim and of a settle
- * instead of one of each. It delays only the bookkeeping, and a refill after a busy moment.
+ * Attempts that end within this long of each other are settled in one transaction, and the slots
+ * they free are refilled by one claim: per event, a fraction of a claim and of a settle instead
+ * of one of each. It delays only the bookkeeping, and the refill that follows it.
  */
 const BATCH_MS = 5
 
@@ -73,7 +73,7 @@ export class DeliveryWorker {
   /** Closing: attempts cut short by it are not settled (their lease runs out and they are made again). */
   private closing = false
   private wake: (() => void) | undefined
-  private refill: NodeJS.Timeout | undefined
+  private refill: NodeJS.Immediate | undefined
   private loop: Promise<void> | undefined
   private failing = false
   /** Attempts made, waiting to be settled together (settleSoon). */
@@ -105,7 +105,7 @@ export class DeliveryWorker {
   async close (): Promise<void> {
     this.running = false
     this.closing = true
-    clearTimeout(this.refill)
+    clearImmediate(this.refill)
     this.wake?.()
     // Attempts already made are recorded, not made again.
     this.settleNow()
@@ -135,10 +135,11 @@ export class DeliveryWorker {
       for (const delivery of claimed) {
         const attempt = this.attempt(delivery).finally(() => {
           this.inFlight.delete(attempt)
-          this.refill ??= setTimeout(() => {
+          // Attempts settled together end together: one refill after them (the next turn), not one each.
+          this.refill ??= setImmediate(() => {
             this.refill = undefined
             this.wake?.()
-          }, BATCH_MS)
+          })
         })
         this.inFlight.add(attempt)
       }
@@ -191,7 +192,8 @@ export class DeliveryWorker {
   private settleSoon (settlement: Settlement): Promise<void> {
     return new Promise((resolve) => {
       this.unsettled.push({ settlement, done: resolve })
-      if (this.unsettled.length >= this.concurrency || this.closing) this.settleNow()
+      // Nothing else under way to wait for (every attempt in flight has ended), or a full batch: now.
+      if (this.unsettled.length >= this.inFlight.size || this.unsettled.length >= this.concurrency || this.closing) this.settleNow()
       else this.settleTimer ??= setTimeout(() => this.settleNow(), BATCH_MS)
     })
   }
