@@ -4,8 +4,11 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { tempDir } from './app.js'
 import { adminQuery, createTestSchema, POSTGRES_SHOWN } from './postgres.js'
-import type { ProcessClient } from './process-client.js'
-import type { Received } from './webhook-receiver.js'
+import { keyInDatabase } from './keys.js'
+import { processClient, type ProcessClient } from './process-client.js'
+import { startServer } from './server-process.js'
+import { stockForOrders } from './webhook-changes.js'
+import { startReceiver, type Answer, type Received } from './webhook-receiver.js'
 
 /**
  * What the webhook tests on real processes give every server: http to loopback receivers, and a
@@ -104,3 +107,21 @@ export async function until (check: () => boolean | Promise<boolean>, ms: number
   }
 }
 
+
+/**
+ * Two server processes on one new PostgreSQL schema, with a key made there, a client of each, the
+ * pets orders need in stock, and a receiver whose endpoint gets every event type.
+ */
+export async function twoPostgresInstances (t: Test, keyName: string, answer: () => Answer) {
+  const schema = await createTestSchema(t)
+  const outbox = { engine: 'postgres', schema: schema.schema } as const
+  const { secret } = await keyInDatabase(schema.url(), keyName)
+  const env = { DATABASE_URL: schema.url(), DATABASE_POOL_MAX: '4', ...QUICK_WEBHOOKS }
+  const servers = await Promise.all([startServer(t, env), startServer(t, env)])
+  const apis = servers.map((server) => processClient(server.baseUrl, secret, 8))
+  t.teardown(() => { for (const api of apis) api.close() })
+  const receiver = await startReceiver(t, answer)
+  await stockForOrders(apis[0]!)
+  await subscribe(apis[0]!, receiver.url)
+  return { outbox, servers, apis, receiver }
+}

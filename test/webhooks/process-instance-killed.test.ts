@@ -6,28 +6,13 @@
  * deliveries once their leases run out. Some may arrive twice (at least once): they are counted.
  */
 import t from 'tap'
-import { keyInDatabase } from '../helpers/keys.js'
-import { createTestSchema } from '../helpers/postgres.js'
-import { processClient } from '../helpers/process-client.js'
-import { startServer } from '../helpers/server-process.js'
-import { eventKey, sendChanges, stockForOrders } from '../helpers/webhook-changes.js'
-import { startReceiver } from '../helpers/webhook-receiver.js'
-import { bodyOf, countById, pendingDeliveries, postgresSkip, QUICK_WEBHOOKS, recordedEventIds, subscribe, until } from '../helpers/webhook-processes.js'
+import { eventKey, sendChanges } from '../helpers/webhook-changes.js'
+import { bodyOf, countById, pendingDeliveries, postgresSkip, recordedEventIds, twoPostgresInstances, until } from '../helpers/webhook-processes.js'
 
 const CHANGES = 2000
 
-
 t.test('one of two PostgreSQL instances killed mid-run: no event of 2,000 changes lost', { skip: await postgresSkip }, async (t) => {
-  const schema = await createTestSchema(t)
-  const outbox = { engine: 'postgres', schema: schema.schema } as const
-  const { secret } = await keyInDatabase(schema.url(), 'instance killed')
-  const env = { DATABASE_URL: schema.url(), DATABASE_POOL_MAX: '4', ...QUICK_WEBHOOKS }
-  const servers = await Promise.all([startServer(t, env), startServer(t, env)])
-  const apis = servers.map((server) => processClient(server.baseUrl, secret, 8))
-  t.teardown(() => { for (const api of apis) api.close() })
-  const receiver = await startReceiver(t, () => ({ status: 204, delayMs: 25 }))
-  await stockForOrders(apis[0]!)
-  await subscribe(apis[0]!, receiver.url)
+  const { outbox, servers, apis, receiver } = await twoPostgresInstances(t, 'instance killed', () => ({ status: 204, delayMs: 25 }))
 
   let killedAt: number | undefined
   let receivedAtKill = 0
