@@ -9,6 +9,9 @@ const probe = 'console.log(JSON.stringify({ options: process.env.NODE_OPTIONS ??
 const recorder = /processinfo/
 
 t.ok(recorder.test(process.execArgv.join(' ')), 'the test process itself was started with the recorder (so the checks below can fail)')
+// .taprc turns these plugins off; a Test class still built for tap's defaults (as npm installs
+// it, before package.json's prepare runs tap build) would still start every test process with them.
+t.notMatch(process.execArgv.join(' '), /@tapjs[\\/](typescript|mock)[\\/]/, 'nor with the loaders of the plugins .taprc turns off (ts-node, the mock hooks)')
 
 for (const [name, env] of [['this process\'s environment', process.env], ['a minimal environment', { PATH: process.env.PATH ?? '' }]] as const) {
   t.test(`a Node process spawned with ${name}`, async (t) => {
