@@ -18,7 +18,7 @@ import t, { type Test } from 'tap'
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core'
 import { loadDocument } from '../../src/contract/document.js'
 import { projectRoot } from '../../src/contract/paths.js'
 import { tempDir } from '../helpers/app.js'
@@ -149,9 +149,45 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
   t.match(await page.locator('#operations-Pets-getPetById').getAttribute('class') ?? '', /opblock-deprecated/, 'next to Swagger UI\'s own deprecated marking')
   t.equal(await summaryOf('Inventory-listInventory'), 'List inventory', 'a stable operation has no mark')
 
-  // Every operation of the document expanded, as a reader first opens it (before "Try it out"), reads in two screens.
+  // Every operation of the document, each opened once as a reader first opens it: its scope, its
+  // height before "Try it out" (two screens at most), the examples its responses show, then the
+  // inputs "Try it out" starts from. Closed again after: Swagger UI re-renders every open
+  // operation on each click, so the page stays as light as a reader's.
   await page.setViewportSize(SCREEN)
+  const eventTypes = Object.keys(document.spec.webhooks ?? {})
+  const shown = async (block: Locator, selector: string) => JSON.parse(await block.locator(selector).first().innerText()) as unknown
+  const bodyShown = async (block: Locator) => JSON.parse(await block.locator('textarea.body-param__text').inputValue()) as unknown
+  // What some operations' examples say, beyond being shown.
+  const particular: Record<string, (block: Locator) => Promise<void>> = {
+    listInventory: async (block) => {
+      t.same(await shown(block, 'tr.response[data-code="200"] .example'), [{ petId: 12, quantity: 7, status: 'available' }], 'the inventory example: pet 12 with 7 in stock')
+    },
+    updateInventory: async (block) => {
+      t.same(await bodyShown(block), { quantity: 7 }, '"Try it out" starts the update from its example, 7 in stock')
+    },
+    getPetById: async (block) => {
+      t.match(await shown(block, 'tr.response[data-code="200"] .example'), { id: 12, name: 'Pepper' }, 'the pet example is pet 12')
+      t.match(await shown(block, 'tr.response[data-code="404"] .example'), { code: 'not_found', status: 404 }, 'a deprecated operation\'s error shows the Error example, not one made up from the schema')
+      await block.screenshot({ path: OPERATION_SCREENSHOT })
+    },
+    listOrders: async (block) => {
+      const orders = await shown(block, 'tr.response[data-code="200"] .example') as Record<string, unknown>[]
+      t.match(orders.find((order) => order.id === 42), { petId: 12, quantity: 2, status: 'placed' }, 'the orders example has order 42, of 2 of pet 12')
+    },
+    // A webhook endpoint as a partner registers one: an https address (all the service takes unless
+    // its operator allows private ones), subscribed to event types of the document.
+    createWebhookEndpoint: async (block) => {
+      const endpoint = await bodyShown(block) as { url: string, events: string[] }
+      t.equal(new URL(endpoint.url).protocol, 'https:', '"Try it out" starts a webhook endpoint at an https address')
+      t.ok(endpoint.events.length > 0 && endpoint.events.every((type) => eventTypes.includes(type)), 'subscribed to event types of the document\'s webhooks')
+    },
+    listWebhookDeliveries: async (block) => {
+      const attempts = await shown(block, 'tr.response[data-code="200"] .example') as { eventType: string }[]
+      t.ok(attempts.length > 0 && attempts.every((attempt) => eventTypes.includes(attempt.eventType)), 'the deliveries example shows attempts at events of the document\'s webhooks')
+    }
+  }
   const heights = new Map<string, number>()
+  let tallest = 0
   for (const [path, item] of Object.entries(document.resolved.paths as Record<string, Record<string, OperationSpec>>)) {
     for (const [method, spec] of Object.entries(item)) {
       if (typeof spec.operationId !== 'string') continue
@@ -165,21 +201,39 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
       const height = (await block.boundingBox())?.height ?? Infinity
       heights.set(id, height)
       t.ok(height <= MAX_EXPANDED, `${method.toUpperCase()} ${path} expanded is ${Math.round(height)} px tall, at most ${MAX_EXPANDED} (two screens of ${SCREEN.height})`)
+      if (height > tallest) {
+        tallest = height
+        await block.screenshot({ path: TALLEST_SCREENSHOT })
+      }
+      // That no example shows a limit of its schema, or is made up from one, is lint:openapi's rule; here, that they are shown.
+      const examples = await block.locator('tr.response .example').allInnerTexts()
+      t.ok(examples.length > 0, `${spec.operationId}: its responses show their examples`)
+      await block.locator('button.try-out__btn').click()
+      for (const parameter of spec.parameters ?? []) {
+        // An array of an enum (listOrders' status) is a multiple select; any other parameter, an input.
+        const input = block.locator(`tr[data-param-name="${parameter.name}"][data-param-in="${parameter.in}"]`).locator('input, select').first()
+        // Swagger UI fills in a default (listOrders' limit, 100): sent, it asks for what leaving it out does.
+        const fallback = (parameter.schema as { default?: unknown } | undefined)?.default
+        const expected = parameter.required === true && parameter.example !== undefined ? String(parameter.example) : fallback !== undefined ? String(fallback) : ''
+        const start = expected === '' ? 'empty' : parameter.required === true ? `at its example ${expected}` : `at its default ${expected}`
+        t.equal(await input.inputValue(), expected, `${spec.operationId}: "Try it out" starts ${parameter.name} ${start}`)
+      }
+      // OpenAPI 3.1: a schema's example is the first of its JSON Schema `examples`.
+      const bodyExample = spec.requestBody?.content['application/json']?.schema.examples?.[0]
+      if (spec.requestBody !== undefined) {
+        t.same(await bodyShown(block), bodyExample, `${spec.operationId}: "Try it out" starts the body from its schema's first example ${JSON.stringify(bodyExample)}`)
+      }
+      await particular[spec.operationId]?.(block)
+      // "Try it out" off again (as a reader leaves it), and the operation closed.
+      await block.locator('button.try-out__btn.cancel').click()
       await block.locator('.opblock-summary').first().click()
       await block.locator('.opblock-body').waitFor({ state: 'detached' })
     }
   }
-  t.equal(heights.size, document.operations.size, 'every operation of the document was expanded and measured')
-  const [tallest] = [...heights].sort(([, a], [, b]) => b - a)
-  if (tallest !== undefined) {
-    const block = page.locator(`#operations-${tallest[0]}`)
-    await block.locator('.opblock-summary').first().click()
-    await block.locator('.responses-wrapper').waitFor()
-    await block.screenshot({ path: TALLEST_SCREENSHOT })
-    t.comment(`the tallest expanded operation: ${tallest[0]}, ${Math.round(tallest[1])} px (${TALLEST_SCREENSHOT})`)
-    await block.locator('.opblock-summary').first().click()
-    await block.locator('.opblock-body').waitFor({ state: 'detached' })
-  }
+  t.equal(heights.size, document.operations.size, 'every operation of the document was opened and measured')
+  t.same(Object.keys(particular).filter((operationId) => !document.operations.has(operationId)), [], 'every operation checked in particular is in the document')
+  const [tallestId] = [...heights].sort(([, a], [, b]) => b - a)
+  if (tallestId !== undefined) t.comment(`the tallest expanded operation: ${tallestId[0]}, ${Math.round(tallestId[1])} px (${TALLEST_SCREENSHOT})`)
 
   // The document's webhooks, in Swagger UI's Webhooks section: each event type with its body's
   // schema, as the document declares them. First each as a reader first opens it, to measure it.
@@ -278,51 +332,6 @@ t.test('the docs page in Chromium: the contract on the first screen, authorize, 
   t.ok(snippet.includes(`'${baseUrl}/v1/inventory'`), 'to this instance')
   t.match(snippet, /Authorization: Bearer psk_/, 'with the key')
   t.notMatch(snippet, /X-Request-Id|If-None-Match/i, 'and no optional header nobody filled in')
-
-  // Every operation of the document, expanded: the inputs "Try it out" starts from, its examples.
-  for (const item of Object.values(document.resolved.paths as Record<string, Record<string, OperationSpec>>)) {
-    for (const spec of Object.values(item)) {
-      if (typeof spec.operationId !== 'string') continue
-      const id = `${spec.tags?.[0] ?? 'default'}-${spec.operationId}`
-      const block = page.locator(`#operations-${id}`)
-      if (!(await block.locator('.opblock-body').isVisible())) await block.locator('.opblock-summary').first().click()
-      await block.locator('.responses-wrapper').waitFor()
-      // That no example shows a limit of its schema, or is made up from one, is lint:openapi's rule; here, that they are shown.
-      const examples = await block.locator('tr.response .example').allInnerTexts()
-      t.ok(examples.length > 0, `${spec.operationId}: its responses show their examples`)
-      if (await block.locator('button.try-out__btn.cancel').count() === 0) await block.locator('button.try-out__btn').click()
-      for (const parameter of spec.parameters ?? []) {
-        // An array of an enum (listOrders' status) is a multiple select; any other parameter, an input.
-        const input = block.locator(`tr[data-param-name="${parameter.name}"][data-param-in="${parameter.in}"]`).locator('input, select').first()
-        // Swagger UI fills in a default (listOrders' limit, 100): sent, it asks for what leaving it out does.
-        const fallback = (parameter.schema as { default?: unknown } | undefined)?.default
-        const expected = parameter.required === true && parameter.example !== undefined ? String(parameter.example) : fallback !== undefined ? String(fallback) : ''
-        const start = expected === '' ? 'empty' : parameter.required === true ? `at its example ${expected}` : `at its default ${expected}`
-        t.equal(await input.inputValue(), expected, `${spec.operationId}: "Try it out" starts ${parameter.name} ${start}`)
-      }
-      // OpenAPI 3.1: a schema's example is the first of its JSON Schema `examples`.
-      const bodyExample = spec.requestBody?.content['application/json']?.schema.examples?.[0]
-      if (spec.requestBody !== undefined) {
-        t.same(JSON.parse(await block.locator('textarea.body-param__text').inputValue()), bodyExample, `${spec.operationId}: "Try it out" starts the body from its schema's first example ${JSON.stringify(bodyExample)}`)
-      }
-    }
-  }
-  const shown = async (selector: string) => JSON.parse(await page.locator(selector).first().innerText()) as unknown
-  t.same(await shown('#operations-Inventory-listInventory tr.response[data-code="200"] .example'), [{ petId: 12, quantity: 7, status: 'available' }], 'the inventory example: pet 12 with 7 in stock')
-  t.same(JSON.parse(await page.locator('#operations-Inventory-updateInventory textarea.body-param__text').inputValue()), { quantity: 7 }, '"Try it out" starts the update from its example, 7 in stock')
-  t.match(await shown('#operations-Pets-getPetById tr.response[data-code="200"] .example'), { id: 12, name: 'Pepper' }, 'the pet example is pet 12')
-  const orders = await shown('#operations-Store-listOrders tr.response[data-code="200"] .example') as Record<string, unknown>[]
-  t.match(orders.find((order) => order.id === 42), { petId: 12, quantity: 2, status: 'placed' }, 'the orders example has order 42, of 2 of pet 12')
-  t.match(await shown('#operations-Pets-getPetById tr.response[data-code="404"] .example'), { code: 'not_found', status: 404 }, 'a deprecated operation\'s error shows the Error example, not one made up from the schema')
-  // A webhook endpoint as a partner registers one: an https address (all the service takes unless
-  // its operator allows private ones), subscribed to event types of the document.
-  const eventTypes = webhooks.map(([type]) => type)
-  const endpointExample = JSON.parse(await page.locator('#operations-Webhooks-createWebhookEndpoint textarea.body-param__text').inputValue()) as { url: string, events: string[] }
-  t.equal(new URL(endpointExample.url).protocol, 'https:', '"Try it out" starts a webhook endpoint at an https address')
-  t.ok(endpointExample.events.length > 0 && endpointExample.events.every((type) => eventTypes.includes(type)), 'subscribed to event types of the document\'s webhooks')
-  const attempts = await shown('#operations-Webhooks-listWebhookDeliveries tr.response[data-code="200"] .example') as { eventType: string }[]
-  t.ok(attempts.length > 0 && attempts.every((attempt) => eventTypes.includes(attempt.eventType)), 'the deliveries example shows attempts at events of the document\'s webhooks')
-  await page.locator('#operations-Pets-getPetById').screenshot({ path: OPERATION_SCREENSHOT })
 
   await page.screenshot({ path: SCREENSHOT, fullPage: true })
   await response.screenshot({ path: RESPONSE_SCREENSHOT })
