@@ -107,7 +107,6 @@ export async function until (check: () => boolean | Promise<boolean>, ms: number
   }
 }
 
-
 /**
  * Two server processes on one new PostgreSQL schema, with a key made there, a client of each, the
  * pets orders need in stock, and a receiver whose endpoint gets every event type.

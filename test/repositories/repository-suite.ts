@@ -70,8 +70,8 @@ export function repositorySuite (t: Test, factory: StoreFactory): void {
     const before = r.inventory.update(1, 6)
     const subscribed = webhooks.create(record.id, { url: 'https://hooks.example.com/in', events: ['inventory.updated'] }, newSecret())
     const change = () => r.inventory.update(2, 1)
-    const [, created, after] = await Promise.all([before, subscribed, r.store.engine === 'sqlite' ? change() : subscribed.then(change)])
-    t.ok(await before !== undefined && after !== undefined && created.kind === 'created', 'all three written')
+    const [earlier, created, after] = await Promise.all([before, subscribed, r.store.engine === 'sqlite' ? change() : subscribed.then(change)])
+    t.ok(earlier !== undefined && after !== undefined && created.kind === 'created', 'all three written')
     const events = await r.store.read(() => all(eventPets, {}))
     // On SQLite the first change precedes the subscription in the batch, so it has no event; on
     // PostgreSQL the three run side by side on their own connections, and it may have one.

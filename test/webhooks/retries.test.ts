@@ -5,7 +5,7 @@ import { startReceiver, verifiedBy } from '../helpers/webhook-receiver.js'
 import { statement, type Arg } from '../../src/store/query.js'
 import { first, lockRow, run } from '../../src/store/work.js'
 import { hashApiKey } from '../../src/repositories/api-keys.js'
-import { deliveryQueue, PER_ENDPOINT } from '../../src/repositories/webhook-deliveries.js'
+import { deliveryQueue } from '../../src/repositories/webhook-deliveries.js'
 
 // How deliveries behave when the receiver does not simply answer 200: failed attempts are tried
 // again on the schedule with the same webhook-id, a redirect is not followed, a receiver that was
@@ -215,5 +215,7 @@ t.test('a receiver that hangs holds a few delivery slots, never all: another end
   t.same(new Set(answered), new Set([200]), '60 changes answered')
   const inTime = await healthy.until(60, 3500).then(() => true, () => false)
   t.ok(inTime, `the healthy endpoint got all 60 events before the hanging one's first time-out (4 s): ${healthy.received.length} in ${Date.now() - startedAt} ms`)
-  t.ok(hanging.received.length <= PER_ENDPOINT, `the hanging endpoint holds ${hanging.received.length} attempts under way (at most the per-endpoint limit of ${PER_ENDPOINT}, of the instance's 32)`)
+  // The product's number (docs/administration.md, How delivery runs), not read back from the code.
+  const perEndpoint = 16
+  t.ok(hanging.received.length <= perEndpoint, `the hanging endpoint holds ${hanging.received.length} attempts under way (at most the per-endpoint limit of ${perEndpoint}, of the instance's 32)`)
 })
